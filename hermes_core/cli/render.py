@@ -1,0 +1,113 @@
+"""Human-readable output for the CLI: the replay report and its chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hermes_hookspecs import ConfigError
+
+
+def print_replay_report(report: Any) -> None:
+    r = report
+    exact = "exact" if r.tokens_exact else "ESTIMATED (chars/4)"
+    click.echo(f"replay of {r.transcript} ({r.format})")
+    click.echo(f"  session            {r.session_id}")
+    click.echo(f"  imported messages  {r.imported_messages} in {r.turns} turns")
+    click.echo(f"  requests           {r.requests}")
+    click.echo(f"  window / trigger   {r.context_length} / {r.threshold_tokens} tokens ({exact})")
+    click.echo(f"  compressions       {len(r.compressions)}")
+    for c in r.compressions:
+        fb = ", fallback" if c.fallback_used else ""
+        click.echo(
+            f"    before request {c.request_index:>4}: {c.tokens_before:>7} → {c.tokens_after:>7} "
+            f"tokens ({c.trigger}, {c.backend}, summarizer {c.summarizer or '-'}{fb})"
+        )
+    click.echo(f"  final active       {r.final_active_tokens} tokens in {r.final_active_messages} messages")
+    breaks = ", ".join(f"{k}: {v}" for k, v in sorted(r.prefix_breaks.items())) or "none"
+    click.echo(f"  prefix-cache reuse {r.prefix_reuse:.1%} (breaks: {breaks})")
+    ids = r.identifiers
+    click.echo(
+        f"  identifiers        {ids.compacted} in compacted history; {ids.kept_in_active} kept in "
+        f"the active context ({ids.kept_ratio:.1%}); with one search {ids.recoverable_ratio:.1%} "
+        f"recoverable (sampled {ids.searched})"
+    )
+    if r.probes:
+        closed = sum(p.closed_book for p in r.probes)
+        searched = sum(p.one_search for p in r.probes)
+        n = len(r.probes)
+        click.echo(f"  probes             closed-book {closed}/{n}, one-search {searched}/{n}")
+
+
+def _svg(report: Any) -> str:
+    width, height, pad = 900, 360, 50
+    values = report.request_tokens or [0]
+    top = max(max(values), report.threshold_tokens) * 1.1 or 1
+    n = max(1, len(values) - 1)
+
+    def x(i: float) -> float:
+        return pad + (width - 2 * pad) * i / n
+
+    def y(v: float) -> float:
+        return height - pad - (height - 2 * pad) * v / top
+
+    points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="black"/>',
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="black"/>',
+        f'<line x1="{pad}" y1="{y(report.threshold_tokens):.1f}" x2="{width - pad}" '
+        f'y2="{y(report.threshold_tokens):.1f}" stroke="red" stroke-dasharray="6,4"/>',
+        f'<text x="{width - pad}" y="{y(report.threshold_tokens) - 4:.1f}" text-anchor="end" '
+        f'fill="red">threshold {report.threshold_tokens}</text>',
+    ]
+    for c in report.compressions:
+        xi = x(max(0, c.request_index - 0.5))
+        parts.append(
+            f'<line x1="{xi:.1f}" y1="{pad}" x2="{xi:.1f}" y2="{height - pad}" '
+            'stroke="grey" stroke-dasharray="2,3"/>'
+        )
+    parts += [
+        f'<polyline fill="none" stroke="steelblue" stroke-width="1.5" points="{points}"/>',
+        f'<text x="{width / 2}" y="{height - 15}" text-anchor="middle">request</text>',
+        f'<text x="15" y="{height / 2}" transform="rotate(-90 15 {height / 2})" '
+        'text-anchor="middle">prompt tokens</text>',
+        f'<text x="{pad}" y="{pad - 10}">tokens per request; dashed grey: compaction</text>',
+        "</svg>",
+    ]
+    return "\n".join(parts)
+
+
+def chart_file(report: Any, path: Path) -> None:
+    """Write the chart as SVG (built in) or PNG (needs matplotlib: the ``charts`` extra)."""
+    suffix = path.suffix.lower()
+    if suffix == ".svg":
+        path.write_text(_svg(report), encoding="utf-8")
+        return
+    if suffix != ".png":
+        raise ConfigError(f"--chart {path}: expected a .png or .svg file name")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError(
+            "--chart FILE.png needs matplotlib (pip install 'hermes-core[charts]'); "
+            "or write an .svg"
+        ) from None
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.plot(range(len(report.request_tokens)), report.request_tokens, label="prompt tokens")
+    ax.axhline(report.threshold_tokens, color="red", linestyle="--", label="threshold")
+    for c in report.compressions:
+        ax.axvline(max(0, c.request_index - 0.5), color="grey", linestyle=":")
+    ax.set_xlabel("request")
+    ax.set_ylabel("tokens")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

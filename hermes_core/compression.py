@@ -1,0 +1,234 @@
+"""The compression coordinator: one compression per session, under the turn lease.
+
+Order of work (each step's failure leaves the session exactly as it was):
+
+1. ``on_pre_compress`` hooks and the memory manager return insights;
+2. a provider-side compaction backend runs when one is configured and the
+   session is eligible; if it fails, the local engine takes over;
+3. otherwise the ``compress`` hook answers (the selected engine, last);
+   ``aborted``/``skipped`` results change nothing;
+4. the prompt is invalidated and rebuilt; when its bytes are unchanged the
+   old hash (and the provider's cache) is kept;
+5. ``archive_and_compact`` commits the new active view in ONE transaction
+   (rotation into a child session when ``compression.in_place`` is false);
+6. ``on_session_switch(reason="compression")`` and ``on_compressed`` fire.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hermes_hookspecs import (
+    CompactionBackendError,
+    CompactionCommit,
+    CompactionEvent,
+    CompressionRequest,
+    CompressionResult,
+    HandoffSummary,
+    NewMessage,
+    NewSession,
+    ProviderCompactionRequest,
+)
+
+if TYPE_CHECKING:
+    from .runtime import Turn
+
+log = logging.getLogger("hermes_core.compression")
+
+
+class CompressionOutcome(BaseModel):
+    """What a compression did (or why it did nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: str
+    reason: str = ""
+    trigger: str = ""
+    backend: str = "local"
+    engine: str = ""
+    summarizer: str = ""
+    fallback_used: bool = False
+    tokens_before: int = 0
+    tokens_after: int = 0
+    prompt_changed: bool = False
+    session_id: str = ""
+    new_session_id: str | None = None
+    commit: CompactionCommit | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+def _insights(turn: Turn) -> list[str]:
+    s = turn.session
+    messages = [row.message for row in s._rows]
+    out: list[str] = []
+    for result in turn.hermes.pm.hook.on_pre_compress(session_id=s.id, messages=messages):
+        if isinstance(result, str):
+            out.append(result)
+        elif result:
+            out.extend(str(item) for item in result)
+    memory = turn.hermes.memory()
+    if memory is not None:
+        out.extend(memory.on_pre_compress(s.id, messages))
+    return out
+
+
+def _previous_summary(turn: Turn) -> HandoffSummary | None:
+    for row in turn.session._rows:
+        if row.message.kind == "summary" and row.message.summary is not None:
+            return row.message.summary
+    return None
+
+
+def _provider_compaction(turn: Turn, notes: list[str]) -> tuple[list[NewMessage], dict[str, Any], str, int] | None:
+    hermes = turn.hermes
+    backend = hermes.compaction_backend()
+    if backend is None:
+        return None
+    s = turn.session
+    settings = hermes.settings.compaction.model_dump().get(backend.name, {})
+    if not backend.eligible(s.record, s.model, settings):
+        notes.append(f"compaction backend {backend.name!r} not eligible; local engine used")
+        return None
+    try:
+        result = backend.compact(
+            ProviderCompactionRequest(
+                session=s.record, messages=list(s._rows), model=s.model, settings=settings
+            )
+        )
+    except CompactionBackendError as exc:
+        notes.append(f"compaction backend {backend.name!r} failed, local engine used: {exc}")
+        log.warning("provider compaction failed for %s: %s", s.id, exc)
+        return None
+    return result.messages, result.routing, backend.name, result.tokens_after
+
+
+def run_compression(
+    turn: Turn, *, focus: str | None = None, manual: bool = False, reason: str = "manual"
+) -> CompressionOutcome:
+    """Compress the turn's session now (the caller holds the lease through ``turn``)."""
+    hermes = turn.hermes
+    s = turn.session
+    s.reload()
+    rows = list(s._rows)
+    before = s.active_tokens
+    if not rows:
+        return CompressionOutcome(status="skipped", reason="no active messages", trigger=reason)
+    notes: list[str] = []
+    insights = _insights(turn)
+    provider = _provider_compaction(turn, notes)
+    routing: dict[str, Any] = {}
+    result: CompressionResult | None = None
+    if provider is not None:
+        new_messages, routing, backend_name, _ = provider
+        engine_name = backend_name
+    else:
+        backend_name = "local"
+        threshold = hermes.threshold(s.model).threshold_tokens
+        request = CompressionRequest(
+            session_id=s.id,
+            messages=rows,
+            model=s.model,
+            settings=hermes.settings.compression_settings(threshold),
+            insights=insights,
+            focus=focus,
+            manual=manual,
+            previous_summary=_previous_summary(turn),
+            compression_index=s.record.compression_count + 1,
+            system_tokens=s._base.cum[2] if len(s._base.cum) > 2 else 0,
+        )
+        result = hermes.pm.hook.compress(request=request)
+        if result is None:
+            return CompressionOutcome(status="skipped", reason="no engine answered", trigger=reason)
+        if result.status != "compressed":
+            return CompressionOutcome(
+                status=result.status,
+                reason=result.reason,
+                trigger=reason,
+                engine=result.engine,
+                summarizer=result.summarizer,
+                tokens_before=before,
+                notes=notes + result.notes,
+            )
+        new_messages = [m for m in result.messages if m.message.role != "system"]
+        engine_name = result.engine
+    tokens = hermes.tokens(s.model)
+    for item in new_messages:
+        if item.token_count is None:
+            item.token_count = tokens.count_message(item.message, item.api_content)
+    after_messages = sum(m.token_count or 0 for m in new_messages)
+    system_cost = s._base.cum[2] if len(s._base.cum) > 2 else 0
+    event = CompactionEvent(
+        session_id=s.id,
+        engine=engine_name,
+        backend=backend_name,
+        tokens_before=before,
+        tokens_after=system_cost + after_messages,
+        summarizer=result.summarizer if result else "",
+        fallback=result.fallback_used if result else False,
+        detail={"trigger": reason, "focus": focus, "notes": notes},
+    )
+    store = hermes.store()
+    in_place = hermes.settings.compression.in_place
+    child = None
+    if not in_place:
+        record = s.record
+        child = NewSession(
+            title=record.title,
+            cwd=record.cwd,
+            goal=record.goal,
+            routing={**record.routing, **routing},
+            model=record.model,
+            provider=record.provider,
+            parent_id=record.id,
+        )
+    commit = store.archive_and_compact(
+        s.id,
+        new_messages,
+        watermark=max(row.id for row in rows),
+        lease=turn.lease,
+        in_place=in_place,
+        child=child,
+        event=event,
+    )
+    old_id = s.id
+    if commit.child_session_id:
+        # continue in the child session: the prompt is rebuilt for it below
+        s._switch_to(store.get_session(commit.child_session_id))
+        store.release_lease(turn.lease)
+        turn.lease = store.acquire_lease(
+            s.id, turn.lease.holder, hermes.settings.session.lease_ttl, timeout=None
+        )
+    elif routing:
+        store.update_session(s.id, routing={**s.record.routing, **routing})
+    s._compaction_since = True
+    changed = s.rebuild_prompt()
+    s.reload(force=True)
+    new_id = s.id
+    hermes.pm.hook.on_session_switch(old_session_id=old_id, new_session_id=new_id, reason="compression")
+    memory = hermes.memory()
+    if memory is not None:
+        memory.on_session_switch(old_id, new_id, "compression")
+    final = result or CompressionResult(
+        status="compressed", engine=engine_name, tokens_before=before, tokens_after=s.active_tokens
+    )
+    final.tokens_before = before
+    final.tokens_after = s.active_tokens
+    hermes.pm.hook.on_compressed(session_id=new_id, result=final)
+    return CompressionOutcome(
+        status="compressed",
+        trigger=reason,
+        backend=backend_name,
+        engine=engine_name,
+        summarizer=final.summarizer,
+        fallback_used=final.fallback_used,
+        tokens_before=before,
+        tokens_after=s.active_tokens,
+        prompt_changed=changed,
+        session_id=old_id,
+        new_session_id=commit.child_session_id,
+        commit=commit,
+        notes=notes + final.notes,
+    )

@@ -1,0 +1,131 @@
+"""Generated documentation: the hook reference, the configuration reference and the CLI reference.
+
+``python -m hermes_core.docsgen`` rewrites the generated sections of
+``docs/hooks.md``, ``docs/configuration.md`` and ``docs/cli.md`` (between
+``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` markers);
+``python -m hermes_core.docsgen --check`` fails when any is stale (CI runs
+the same check as a test).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from hermes_hookspecs import specs
+
+from .config import Settings
+
+MARK = "<!-- generated:{name} -->"
+END = "<!-- /generated:{name} -->"
+
+
+def hook_names() -> list[str]:
+    return [
+        name
+        for name, fn in inspect.getmembers(specs, inspect.isfunction)
+        if hasattr(fn, "hermes_core_spec")
+    ]
+
+
+def hook_signature(name: str) -> str:
+    fn = getattr(specs, name)
+    return f"{name}{inspect.signature(fn)}"
+
+
+def hooks_section() -> str:
+    lines: list[str] = []
+    source = inspect.getsource(specs)
+    order = [m.group(1) for m in re.finditer(r"^def (\w+)\(", source, re.M)]
+    for name in order:
+        fn = getattr(specs, name)
+        opts = getattr(fn, "hermes_core_spec", {})
+        first = " (firstresult)" if opts.get("firstresult") else ""
+        lines.append(f"### `{name}`{first}\n")
+        lines.append(f"```python\n{hook_signature(name)}\n```\n")
+        lines.append(inspect.cleandoc(fn.__doc__ or "") + "\n")
+    return "\n".join(lines)
+
+
+def _model_rows(model: type[BaseModel], prefix: str, rows: list[str]) -> None:
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            _model_rows(annotation, f"{prefix}{name}.", rows)
+            continue
+        default: Any = field.default
+        if field.default_factory is not None:
+            default = field.default_factory()  # type: ignore[call-arg]
+        shown = repr(default).replace("|", "\\|")
+        desc = (field.description or "").replace("|", "\\|")
+        rows.append(f"| `{prefix}{name}` | `{shown}` | {desc} |")
+
+
+def config_section() -> str:
+    rows = ["| key | default | meaning |", "| --- | --- | --- |"]
+    _model_rows(Settings, "", rows)
+    return "\n".join(rows) + "\n"
+
+
+def cli_section() -> str:
+    from click.testing import CliRunner
+
+    from .cli import cli
+    from .cli import commands as _  # noqa: F401
+
+    runner = CliRunner()
+    out: list[str] = []
+
+    def walk(path: list[str], command: Any) -> None:
+        result = runner.invoke(cli, [*path, "--help"], terminal_width=100)
+        title = " ".join(["hermes-core", *path])
+        out.append(f"### `{title}`\n\n```text\n{result.output.rstrip()}\n```\n")
+        for name in sorted(getattr(command, "commands", {}) or {}):
+            walk([*path, name], command.commands[name])
+
+    walk([], cli)
+    return "\n".join(out)
+
+
+SECTIONS = {
+    "docs/hooks.md": ("hooks", hooks_section),
+    "docs/configuration.md": ("config", config_section),
+    "docs/cli.md": ("cli", cli_section),
+}
+
+
+def render(path: Path, name: str, body: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    start, end = MARK.format(name=name), END.format(name=name)
+    if start not in text or end not in text:
+        raise SystemExit(f"{path}: markers {start} ... {end} not found")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body.rstrip()}\n{end}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    check = "--check" in args
+    root = Path(__file__).resolve().parent.parent
+    stale = []
+    for rel, (name, make) in SECTIONS.items():
+        path = root / rel
+        new = render(path, name, make())
+        if path.read_text(encoding="utf-8") != new:
+            stale.append(rel)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    if check and stale:
+        print("stale generated docs: " + ", ".join(stale) + " (run python -m hermes_core.docsgen)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

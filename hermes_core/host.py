@@ -1,0 +1,256 @@
+"""The host: one object that owns the plugin manager, the settings and the parts they select.
+
+``Hermes`` is what an integrator creates::
+
+    from hermes_core import Hermes
+    hermes = Hermes.from_config()          # hermes.toml + environment, entry points loaded
+    session = hermes.new_session(cwd=".", caller_message="You review pull requests.")
+    with session.turn() as turn:
+        request = turn.prepare("Please review PR 42")
+        ...                               # call your model with request.chat_body()
+        turn.record_response(reply, usage)
+        turn.commit()
+
+Everything is created lazily on first use: nothing opens a database or loads
+a tokenizer until it is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from hermes_hookspecs import (
+    CompactionBackend,
+    CompressionRequest,
+    CompressionResult,
+    ContextEngine,
+    Importer,
+    Message,
+    SelectRequest,
+    SessionStore,
+    StoreError,
+    Summarizer,
+    TailStrategy,
+    hookimpl,
+)
+
+from .config import Settings, load_settings
+from .plugins import get_plugin_manager
+from .registry import Registry
+from .thresholds import ThresholdReport, effective_threshold
+from .tokens import Tokens
+
+if TYPE_CHECKING:
+    from .memory import MemoryManager
+    from .runtime import Session
+
+CORE_PLUGIN_NAME = "hermes_core.core"
+
+
+class CorePlugin:
+    """The core's own hook implementations: the selected engine answers last."""
+
+    def __init__(self, hermes: Hermes) -> None:
+        self.hermes = hermes
+
+    @hookimpl(trylast=True)
+    def compress(self, request: CompressionRequest) -> CompressionResult | None:
+        return self.hermes.engine().compress(request)
+
+    @hookimpl(trylast=True)
+    def select_context(self, request: SelectRequest) -> list[Message] | None:
+        return self.hermes.engine().select_context(request)
+
+
+class EngineServices:
+    """The :class:`~hermes_hookspecs.compression.EngineHost` the core hands to engines."""
+
+    def __init__(self, hermes: Hermes) -> None:
+        self.hermes = hermes
+
+    def count_text(self, text: str) -> int:
+        return self.hermes.tokens().count_text(text)
+
+    def count_message(self, message: Message) -> int:
+        return self.hermes.tokens().count_message(message)
+
+    def summarizer(self, name: str) -> Summarizer:
+        return self.hermes.summarizer(name)
+
+    def tail_strategy(self, name: str) -> TailStrategy:
+        return self.hermes.tail_strategy(name)
+
+
+class Hermes:
+    """The host object. Create one per process (or per test) and :meth:`close` it."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        pm: pluggy.PluginManager | None = None,
+        plugins: Iterable[object] = (),
+        load_entrypoints: bool | None = None,
+        store: SessionStore | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.pm = pm or get_plugin_manager(
+            self.settings, load_entrypoints=load_entrypoints, plugins=plugins
+        )
+        if self.pm.get_plugin(CORE_PLUGIN_NAME) is None:
+            self.pm.register(CorePlugin(self), name=CORE_PLUGIN_NAME)
+        self.pm.hook.configure(settings=self.settings)
+        self._lock = threading.RLock()
+        self._registry: Registry | None = None
+        self._store = store
+        self._owns_store = store is None
+        self._engine: ContextEngine | None = None
+        self._tokens: dict[str, Tokens] = {}
+        self._memory: MemoryManager | None = None
+
+    @classmethod
+    def from_config(
+        cls,
+        path: str | None = None,
+        *,
+        overrides: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Hermes:
+        """Load settings (file, environment, overrides) and build the host."""
+        return cls(load_settings(path, overrides=overrides), **kwargs)
+
+    # -- registries ---------------------------------------------------------
+    @property
+    def registry(self) -> Registry:
+        with self._lock:
+            if self._registry is None:
+                self._registry = Registry(self.pm, self.settings)
+            return self._registry
+
+    def store(self) -> SessionStore:
+        """The session store chosen by ``session.store`` (opened on first use)."""
+        with self._lock:
+            if self._store is None:
+                factory = self.registry.get("stores", self.settings.session.store)
+                store = factory(self.settings)
+                if not isinstance(store, SessionStore):
+                    raise StoreError(
+                        f"session store factory {self.settings.session.store!r} returned "
+                        f"{type(store).__name__}, not a SessionStore"
+                    )
+                self._store = store
+            return self._store
+
+    def engine(self) -> ContextEngine:
+        """The context engine chosen by ``compression.engine``, bound to the core's services."""
+        with self._lock:
+            if self._engine is None:
+                engine = self.registry.get("engines", self.settings.compression.engine)
+                engine.bind(EngineServices(self))
+                self._engine = engine
+            return self._engine
+
+    def summarizer(self, name: str | None = None) -> Summarizer:
+        value: Summarizer = self.registry.get("summarizers", name or self.settings.summarizer_name())
+        return value
+
+    def tail_strategy(self, name: str | None = None) -> TailStrategy:
+        value: TailStrategy = self.registry.get("tails", name or self.settings.compression.tail)
+        return value
+
+    def compaction_backend(self, name: str | None = None) -> CompactionBackend | None:
+        chosen = name if name is not None else self.settings.compaction.backend
+        if not chosen:
+            return None
+        value: CompactionBackend = self.registry.get("compaction", chosen)
+        return value
+
+    def importers(self) -> list[Importer]:
+        return [self.registry.get("importers", n) for n in self.registry.names("importers")]
+
+    def tokens(self, model: str | None = None) -> Tokens:
+        """Token counting for ``model`` (default: ``model.name``)."""
+        name = model or self.settings.model.name
+        with self._lock:
+            if name not in self._tokens:
+                counter = None
+                wanted = self.settings.tokens.counter
+                if wanted in self.registry.names("tokens"):
+                    counter = self.registry.get("tokens", wanted)
+                self._tokens[name] = Tokens(counter, name)
+            return self._tokens[name]
+
+    def memory(self) -> MemoryManager | None:
+        """The memory manager (builtin provider plus the selected external one)."""
+        with self._lock:
+            if self._memory is None:
+                from hermes_hookspecs import MemoryProvider, RedactionRule
+
+                from .memory import MemoryManager
+                from .redaction import Redactor
+
+                rules: list[RedactionRule] = []
+                for result in self.pm.hook.redaction_rules():
+                    rules.extend(result or [])
+                names = self.registry.names("memory")
+                builtin = (
+                    self.registry.get("memory", "builtin") if "builtin" in names else MemoryProvider()
+                )
+                wanted = self.settings.memory.provider
+                external = self.registry.get("memory", wanted) if wanted else None
+                self._memory = MemoryManager(builtin, external, self.settings.memory, Redactor(rules))
+            return self._memory
+
+    def threshold(self, model: str | None = None, context_length: int | None = None) -> ThresholdReport:
+        """The effective compression trigger (see :mod:`hermes_core.thresholds`)."""
+        window: int | None = None
+        output = 4_000
+        with contextlib.suppress(Exception):
+            summarizer = self.summarizer()
+            window = summarizer.context_length
+            output = int(getattr(summarizer, "max_output_tokens", output) or output)
+        return effective_threshold(
+            self.settings,
+            model=model,
+            context_length=context_length,
+            summarizer_window=window,
+            summarizer_output=output,
+        )
+
+    # -- sessions -----------------------------------------------------------
+    def new_session(self, **kwargs: Any) -> Session:
+        """Create a session and freeze its prompt (see :meth:`Session.create`)."""
+        from .runtime import Session
+
+        return Session.create(self, **kwargs)
+
+    def open_session(self, session_id: str, **kwargs: Any) -> Session:
+        """Resume a stored session with its frozen prompt, byte for byte."""
+        from .runtime import Session
+
+        return Session.resume(self, session_id, **kwargs)
+
+    def close(self) -> None:
+        """Shut down memory providers, compaction backends and the store (if we opened it)."""
+        with self._lock:
+            if self._memory is not None:
+                self._memory.shutdown()
+                self._memory = None
+            if self._registry is not None:
+                for name in self._registry.names("compaction"):
+                    with contextlib.suppress(Exception):
+                        self._registry.get("compaction", name).close()
+            if self._store is not None and self._owns_store:
+                self._store.close()
+                self._store = None
+
+    def __enter__(self) -> Hermes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

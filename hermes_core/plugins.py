@@ -1,0 +1,203 @@
+"""The plugin manager: one factory, entry-point loading one plugin at a time, blocking, tracing.
+
+Nothing is loaded at import time. :func:`get_plugin_manager` returns a fresh
+``pluggy.PluginManager`` with the hookspecs added and, unless told not to,
+the entry points of group ``hermes_core`` loaded one by one:
+
+* a plugin that fails to import is skipped with a :class:`PluginLoadWarning`
+  naming it and its distribution version, and the rest still load; with
+  ``plugins.strict`` (``HERMES_CORE_STRICT_PLUGINS=1``) the error is raised;
+* a plugin named in ``plugins.block`` (``HERMES_CORE_BLOCK_PLUGINS=a,b``) is
+  never imported, defaults included; when ``plugins.load``
+  (``HERMES_CORE_LOAD_PLUGINS``) is set, only the plugins it names load;
+* ``pm.check_pending()`` then rejects hook implementations that match no
+  hookspec (a misspelt hook name);
+* ``plugins.trace`` (``HERMES_CORE_TRACE_PLUGINS=1``) prints each hook call
+  and its result to stderr through pluggy's monitoring.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from hermes_hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME, PluginError, specs
+
+from .config import Settings
+
+
+class PluginLoadWarning(UserWarning):
+    """A plugin could not be loaded; the others still were."""
+
+
+@dataclass
+class PluginOrigin:
+    """Where a registered plugin came from."""
+
+    name: str
+    distribution: str = ""
+    version: str = ""
+    entry_point: str = ""
+    blocked: bool = False
+    error: str = ""
+
+
+@dataclass
+class LoadReport:
+    """What loading did, kept on the manager as ``pm.hermes_origins``."""
+
+    origins: dict[str, PluginOrigin] = field(default_factory=dict)
+
+
+def _dist_of(ep: metadata.EntryPoint) -> tuple[str, str]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return "", ""
+    return str(dist.metadata["Name"] or ""), str(dist.version or "")
+
+
+def origins(pm: pluggy.PluginManager) -> dict[str, PluginOrigin]:
+    """The origin records the factory attached to ``pm`` (empty for a bare manager)."""
+    report = getattr(pm, "hermes_origins", None)
+    return report.origins if isinstance(report, LoadReport) else {}
+
+
+def _trace_writer(line: str) -> None:
+    sys.stderr.write(line)
+
+
+def load_entrypoint_plugins(
+    pm: pluggy.PluginManager,
+    settings: Settings,
+    *,
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+) -> None:
+    """Load the ``hermes_core`` entry points into ``pm``, one at a time."""
+    report = getattr(pm, "hermes_origins", None)
+    if not isinstance(report, LoadReport):
+        report = LoadReport()
+        pm.hermes_origins = report  # type: ignore[attr-defined]
+    eps = (
+        list(entry_points)
+        if entry_points is not None
+        else list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+    )
+    blocked = set(settings.plugins.block)
+    allow = set(settings.plugins.load) if settings.plugins.load is not None else None
+    seen: set[str] = set()
+    for ep in sorted(eps, key=lambda e: e.name):
+        if ep.name in seen:
+            continue
+        seen.add(ep.name)
+        dist, version = _dist_of(ep)
+        origin = PluginOrigin(name=ep.name, distribution=dist, version=version, entry_point=ep.value)
+        report.origins[ep.name] = origin
+        if ep.name in blocked or (allow is not None and ep.name not in allow):
+            origin.blocked = True
+            pm.set_blocked(ep.name)
+            continue
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+            pm.register(plugin, name=ep.name)
+        except Exception as exc:
+            origin.error = f"{type(exc).__name__}: {exc}"
+            if settings.plugins.strict:
+                raise PluginError(
+                    f"plugin {ep.name!r} ({dist or 'unknown distribution'} {version}) "
+                    f"failed to load: {origin.error}"
+                ) from exc
+            warnings.warn(
+                f"hermes-core: plugin {ep.name!r} from {dist or 'unknown distribution'} "
+                f"{version} failed to load and was skipped: {origin.error}",
+                PluginLoadWarning,
+                stacklevel=2,
+            )
+
+
+def get_plugin_manager(
+    settings: Settings | None = None,
+    *,
+    load_entrypoints: bool | None = None,
+    plugins: Iterable[tuple[str, object]] | Iterable[object] = (),
+) -> pluggy.PluginManager:
+    """A fresh plugin manager with hermes-core's hookspecs.
+
+    :param settings: the settings in force (defaults when omitted).
+    :param load_entrypoints: load the ``hermes_core`` entry points; defaults to
+        ``settings.plugins.autoload``. Tests pass False and register what they need.
+    :param plugins: extra plugin objects (or ``(name, object)`` pairs) to
+        register after the entry points, e.g. a test plugin.
+    """
+    settings = settings or Settings()
+    pm = pluggy.PluginManager(PROJECT_NAME)
+    pm.add_hookspecs(specs)
+    pm.hermes_origins = LoadReport()  # type: ignore[attr-defined]
+    for name in settings.plugins.block:
+        pm.set_blocked(name)
+    autoload = settings.plugins.autoload if load_entrypoints is None else load_entrypoints
+    if autoload:
+        load_entrypoint_plugins(pm, settings)
+    for item in plugins:
+        if isinstance(item, tuple):
+            name, obj = item
+        else:
+            name, obj = None, item
+        if name is not None and pm.is_blocked(name):
+            continue
+        pm.register(obj, name=name)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin {exc.plugin!r} implements an unknown hook: {exc}") from exc
+    if settings.plugins.trace:
+        enable_tracing(pm)
+    return pm
+
+
+def enable_tracing(pm: pluggy.PluginManager) -> Any:
+    """Print every hook call and result to stderr; returns the undo callable."""
+    pm.trace.root.setwriter(_trace_writer)
+    return pm.enable_tracing()
+
+
+def plugin_name(pm: pluggy.PluginManager, plugin: object) -> str:
+    """The registered name of ``plugin`` (``repr`` when unregistered)."""
+    return pm.get_name(plugin) or repr(plugin)
+
+
+def implemented_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
+    """Sorted names of the hooks ``plugin`` implements."""
+    callers = pm.get_hookcallers(plugin) or []
+    return sorted(caller.name for caller in callers)
+
+
+def call_each(
+    pm: pluggy.PluginManager, hook: str, **kwargs: Any
+) -> list[tuple[str, Any]]:
+    """Call every implementation of ``hook`` separately, in hook order, keeping who answered.
+
+    Used where results must be attributed to a plugin (prompt blocks, tool
+    schemas). An exception is re-raised as :class:`PluginError` naming the plugin.
+    """
+    caller = getattr(pm.hook, hook)
+    out: list[tuple[str, Any]] = []
+    for impl in reversed(caller.get_hookimpls()):
+        owner = plugin_name(pm, impl.plugin)
+        args = {name: kwargs[name] for name in impl.argnames if name in kwargs}
+        try:
+            result = impl.function(**args)
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {owner!r} raised in {hook}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if result is not None:
+            out.append((owner, result))
+    return out

@@ -1,0 +1,154 @@
+"""hermes-core's plugin contract: hook markers, hook specifications and the types that cross them.
+
+A plugin author needs only this package::
+
+    from hermes_hookspecs import hookimpl, Message
+
+    @hookimpl
+    def pre_llm_call(session, user_message):
+        return "Today's on-call engineer is Ada."
+"""
+
+from __future__ import annotations
+
+from .compaction import (
+    CompactionBackend,
+    ProviderCompactionRequest,
+    ProviderCompactionResult,
+)
+from .compression import (
+    CompressionRequest,
+    CompressionResult,
+    CompressionSettings,
+    ContextEngine,
+    EngineStatus,
+    SelectRequest,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+    TailPlan,
+    TailRequest,
+    TailStrategy,
+)
+from .errors import (
+    CompactionBackendError,
+    CompressionAborted,
+    ConfigError,
+    CorruptDatabaseError,
+    HermesError,
+    ImportFormatError,
+    LeaseBusy,
+    LeaseError,
+    LeaseLost,
+    MemoryProviderError,
+    NotFoundError,
+    PluginError,
+    RegistrationError,
+    SchemaVersionError,
+    StoreError,
+    SummarizerError,
+    UnknownNameError,
+    ValidationError,
+)
+from .importers import ImportedConversation, Importer
+from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
+from .memory import MemoryProvider, MemorySession, TurnRecord
+from .messages import (
+    SUMMARY_BEGIN,
+    SUMMARY_END,
+    HandoffSummary,
+    Message,
+    SummarySection,
+    ToolCall,
+    ToolFunction,
+    Usage,
+    content_text,
+)
+from .prompt import Layer, PromptBlock, PromptContext
+from .records import (
+    CompactionCommit,
+    CompactionEvent,
+    LeaseGrant,
+    LeaseHolder,
+    NewMessage,
+    NewSession,
+    PrefixEntry,
+    SearchHit,
+    SessionRecord,
+    StoredMessage,
+    UsageRecord,
+)
+from .redaction import RedactionRule
+from .store import SessionStore
+from .tokens import TokenCounter
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PROJECT_NAME",
+    "SUMMARY_BEGIN",
+    "SUMMARY_END",
+    "CompactionBackend",
+    "CompactionBackendError",
+    "CompactionCommit",
+    "CompactionEvent",
+    "CompressionAborted",
+    "CompressionRequest",
+    "CompressionResult",
+    "CompressionSettings",
+    "ConfigError",
+    "ContextEngine",
+    "CorruptDatabaseError",
+    "EngineStatus",
+    "HandoffSummary",
+    "HermesError",
+    "ImportFormatError",
+    "ImportedConversation",
+    "Importer",
+    "Layer",
+    "LeaseBusy",
+    "LeaseError",
+    "LeaseGrant",
+    "LeaseHolder",
+    "LeaseLost",
+    "MemoryProvider",
+    "MemoryProviderError",
+    "MemorySession",
+    "Message",
+    "NewMessage",
+    "NewSession",
+    "NotFoundError",
+    "PluginError",
+    "PrefixEntry",
+    "PromptBlock",
+    "PromptContext",
+    "ProviderCompactionRequest",
+    "ProviderCompactionResult",
+    "RedactionRule",
+    "RegistrationError",
+    "SchemaVersionError",
+    "SearchHit",
+    "SelectRequest",
+    "SessionRecord",
+    "SessionStore",
+    "StoreError",
+    "StoredMessage",
+    "Summarizer",
+    "SummarizerError",
+    "SummarySection",
+    "SummaryRequest",
+    "SummaryResult",
+    "TailPlan",
+    "TailRequest",
+    "TailStrategy",
+    "TokenCounter",
+    "ToolCall",
+    "ToolFunction",
+    "TurnRecord",
+    "UnknownNameError",
+    "Usage",
+    "UsageRecord",
+    "ValidationError",
+    "content_text",
+    "hookimpl",
+    "hookspec",
+]

@@ -1,0 +1,243 @@
+"""Messages in OpenAI chat-completions format, with hermes-core's typed extras.
+
+A :class:`Message` is exactly what the chat-completions API takes
+(``role``, ``content``, ``tool_calls``, ``tool_call_id``, ``name``) plus three
+fields that never reach the wire: ``kind`` (ordinary message, compaction
+summary, or opaque provider compaction item), ``summary`` (the structured
+handoff behind a summary message) and ``provider_item`` (an opaque item a
+provider asked us to resend verbatim). :meth:`Message.to_api` renders the wire
+dict.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Role = Literal["system", "user", "assistant", "tool"]
+MessageKind = Literal["message", "summary", "compaction"]
+
+SUMMARY_BEGIN = "[CONTEXT SUMMARY: reference only, not instructions]"
+SUMMARY_END = "[END OF CONTEXT SUMMARY]"
+
+
+class ToolFunction(BaseModel):
+    """The ``function`` member of a tool call: a name and JSON-encoded arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    arguments: str = "{}"
+
+    @field_validator("arguments")
+    @classmethod
+    def _arguments_are_json(cls, value: str) -> str:
+        try:
+            json.loads(value)
+        except (TypeError, ValueError) as exc:
+            shown = value if len(value) <= 80 else value[:77] + "..."
+            raise ValueError(f"tool call arguments are not valid JSON ({exc}): {shown!r}") from None
+        return value
+
+
+class ToolCall(BaseModel):
+    """One tool call of an assistant message."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    type: Literal["function"] = "function"
+    function: ToolFunction
+
+
+class SummarySection(BaseModel):
+    """One titled section of a handoff summary."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    body: str
+
+
+class HandoffSummary(BaseModel):
+    """The structured handoff a summarizer writes for the compacted middle.
+
+    The seven standard sections are always present (possibly empty); engines
+    and tail strategies may add ``extra`` sections such as an identifier index,
+    verbatim user quotes or recovery pointers. :meth:`render` produces the
+    text the model sees, fenced by explicit begin/end markers so it reads as
+    reference material, never as new instructions.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str = ""
+    constraints: str = ""
+    progress: str = ""
+    decisions: str = ""
+    files: str = ""
+    next_steps: str = ""
+    critical_context: str = ""
+    extra: list[SummarySection] = Field(default_factory=list)
+    summarizer: str = ""
+    compression_index: int = 1
+
+    STANDARD_TITLES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("goal", "Goal"),
+        ("constraints", "Constraints"),
+        ("progress", "Progress"),
+        ("decisions", "Decisions"),
+        ("files", "Files"),
+        ("next_steps", "Next Steps"),
+        ("critical_context", "Critical Context"),
+    )
+
+    def sections(self) -> list[SummarySection]:
+        """All sections in render order: the seven standard ones, then ``extra``."""
+        out = [
+            SummarySection(title=title, body=str(getattr(self, attr)))
+            for attr, title in self.STANDARD_TITLES
+        ]
+        return out + list(self.extra)
+
+    def render(self) -> str:
+        """The summary as the text the model reads, between begin/end markers."""
+        parts = [SUMMARY_BEGIN]
+        for section in self.sections():
+            body = section.body.strip() or "(none)"
+            parts.append(f"## {section.title}\n{body}")
+        parts.append(SUMMARY_END)
+        return "\n\n".join(parts)
+
+
+class Message(BaseModel):
+    """One chat-completions message, validated.
+
+    Rules enforced here (each failure names the field): ``role`` is required;
+    a ``tool`` message needs ``tool_call_id``; only assistant messages carry
+    ``tool_calls``; tool-call arguments are JSON; a ``summary`` message carries
+    its :class:`HandoffSummary`; a ``compaction`` message carries its opaque
+    ``provider_item``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    kind: MessageKind = "message"
+    summary: HandoffSummary | None = None
+    provider_item: dict[str, Any] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_parts_typed(
+        cls, value: str | list[dict[str, Any]] | None
+    ) -> str | list[dict[str, Any]] | None:
+        if isinstance(value, list):
+            for index, part in enumerate(value):
+                if not isinstance(part.get("type"), str):
+                    raise ValueError(f"content part {index} has no string 'type': {part!r:.80}")
+        return value
+
+    @model_validator(mode="after")
+    def _role_rules(self) -> Message:
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs 'tool_call_id'")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(
+                f"'tool_calls' is only allowed on assistant messages, not {self.role!r}"
+            )
+        if self.kind == "summary" and self.summary is None:
+            raise ValueError("a summary message needs its 'summary' record")
+        if self.kind == "compaction" and self.provider_item is None:
+            raise ValueError("a compaction message needs its opaque 'provider_item'")
+        return self
+
+    # -- helpers ---------------------------------------------------------
+    def text(self) -> str:
+        """The content flattened to text (text parts joined; other parts as ``[type]``)."""
+        return content_text(self.content)
+
+    def to_api(self, content: str | list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The wire dict for chat completions.
+
+        :param content: overrides ``content`` (used for the stored
+            ``api_content`` sidecar, the exact bytes once sent).
+        """
+        body: dict[str, Any] = {"role": self.role}
+        body["content"] = self.content if content is None else content
+        if self.tool_calls:
+            body["tool_calls"] = [call.model_dump() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            body["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            body["name"] = self.name
+        return body
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> Message:
+        """Validate a wire dict (unknown wire keys such as ``refusal`` are dropped)."""
+        known = {"role", "content", "tool_calls", "tool_call_id", "name"}
+        cleaned = {k: v for k, v in data.items() if k in known}
+        if "tool_calls" in cleaned and cleaned["tool_calls"]:
+            cleaned["tool_calls"] = [
+                {k: v for k, v in call.items() if k in {"id", "type", "function"}}
+                for call in cleaned["tool_calls"]
+            ]
+        elif "tool_calls" in cleaned:
+            cleaned["tool_calls"] = None
+        return cls.model_validate(cleaned)
+
+
+def content_text(content: str | list[dict[str, Any]] | None) -> str:
+    """Flatten message content to plain text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    pieces: list[str] = []
+    for part in content:
+        kind = part.get("type")
+        if kind in ("text", "input_text", "output_text") and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        else:
+            pieces.append(f"[{kind}]")
+    return "\n".join(pieces)
+
+
+class Usage(BaseModel):
+    """Token usage of one model call, as the provider reported it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    model: str | None = None
+
+    @classmethod
+    def from_openai(cls, usage: dict[str, Any] | None, model: str | None = None) -> Usage:
+        """Read chat-completions or Responses usage dicts (either naming)."""
+        if not usage:
+            return cls(model=model)
+        prompt = usage.get("prompt_tokens", usage.get("input_tokens", 0)) or 0
+        completion = usage.get("completion_tokens", usage.get("output_tokens", 0)) or 0
+        details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
+        out_details = (
+            usage.get("completion_tokens_details") or usage.get("output_tokens_details") or {}
+        )
+        return cls(
+            input_tokens=int(prompt),
+            output_tokens=int(completion),
+            cache_read_tokens=int(details.get("cached_tokens", 0) or 0),
+            cache_write_tokens=int(usage.get("cache_creation_input_tokens", 0) or 0),
+            reasoning_tokens=int(out_details.get("reasoning_tokens", 0) or 0),
+            model=model,
+        )

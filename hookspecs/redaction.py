@@ -1,0 +1,26 @@
+"""Redaction rules: what is scrubbed before text leaves for a memory provider."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+
+class RedactionRule(BaseModel):
+    """A named regular expression and its replacement (``\\g<1>`` style groups allowed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    pattern: str
+    replacement: str = "[REDACTED]"
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern does not compile: {exc}") from None
+        return value

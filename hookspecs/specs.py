@@ -1,0 +1,288 @@
+"""The hook specifications: the whole contract between hermes-core and its plugins.
+
+Plugins implement any subset of these with ``@hookimpl`` and declare only the
+arguments they use (pluggy passes arguments by name). Hooks evolve only by
+gaining arguments. This module is the API reference; ``docs/hooks.md`` lists
+every hook with its exact signature (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .compaction import CompactionBackend
+from .compression import (
+    CompressionRequest,
+    CompressionResult,
+    ContextEngine,
+    SelectRequest,
+    Summarizer,
+    TailStrategy,
+)
+from .importers import Importer
+from .markers import hookspec
+from .memory import MemoryProvider
+from .messages import Message, Usage
+from .prompt import PromptBlock, PromptContext
+from .records import SessionRecord
+from .redaction import RedactionRule
+from .store import SessionStore
+from .tokens import TokenCounter
+
+StoreFactory = Callable[[Any], SessionStore]
+
+# ---------------------------------------------------------------------------
+# registration: contributions of swappable parts, by name
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def register_context_engines(register: Callable[[ContextEngine], None], settings: Any) -> None:
+    """Contribute context engines.
+
+    :param register: call ``register(engine)`` once per engine; the engine's
+        ``name`` is what ``compression.engine`` selects. A name already
+        registered by another plugin is an error naming both plugins.
+    :param settings: the validated :class:`hermes_core.config.Settings`
+        (every ``register_*`` hook receives it; declare it only if needed).
+    :return: nothing; all implementations are called.
+    """
+
+
+@hookspec
+def register_tail_strategies(register: Callable[[TailStrategy], None], settings: Any) -> None:
+    """Contribute tail strategies, selected by ``compression.tail``.
+
+    :param register: call ``register(strategy)`` once per strategy.
+    """
+
+
+@hookspec
+def register_summarizers(register: Callable[[Summarizer], None], settings: Any) -> None:
+    """Contribute summarizers, selected by ``compression.summarizer``.
+
+    :param register: call ``register(summarizer)``; the object may be a
+        factory result configured from the ``[summarizer]`` settings it reads
+        in :func:`configure` (see ``hermes_core.config``).
+    """
+
+
+@hookspec
+def register_memory_providers(register: Callable[[MemoryProvider], None], settings: Any) -> None:
+    """Contribute memory providers, selected by ``memory.provider``.
+
+    :param register: call ``register(provider)`` once per provider.
+    """
+
+
+@hookspec
+def register_session_stores(register: Callable[[str, StoreFactory], None], settings: Any) -> None:
+    """Contribute session-store backends, selected by ``session.store``.
+
+    :param register: call ``register(name, factory)``; the host calls
+        ``factory(settings)`` with the validated
+        :class:`hermes_core.config.Settings` when the store is first needed,
+        so nothing is opened at load time.
+    """
+
+
+@hookspec
+def register_compaction_backends(
+    register: Callable[[CompactionBackend], None], settings: Any
+) -> None:
+    """Contribute provider-side compaction backends, selected by ``compaction.backend``.
+
+    :param register: call ``register(backend)`` once per backend.
+    """
+
+
+@hookspec
+def register_token_counters(register: Callable[[TokenCounter], None], settings: Any) -> None:
+    """Contribute token counters, selected by ``tokens.counter``.
+
+    :param register: call ``register(counter)``; a counter whose ``exact`` is
+        False is an estimator and its counts are flagged as estimates.
+    """
+
+
+@hookspec
+def register_importers(register: Callable[[Importer], None], settings: Any) -> None:
+    """Contribute transcript importers (one per format).
+
+    :param register: call ``register(importer)``; ``importer.name`` is the
+        format name accepted by ``hermes-core replay --format``.
+    """
+
+
+# ---------------------------------------------------------------------------
+# configuration
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def configure(settings: Any) -> None:
+    """Receive the validated settings once, after plugins are loaded.
+
+    :param settings: the :class:`hermes_core.config.Settings` in force.
+        Plugins read their own section (``settings.plugin_options(name)``).
+    """
+
+
+# ---------------------------------------------------------------------------
+# session lifecycle
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def on_session_start(session: SessionRecord, resumed: bool) -> None:
+    """A session was created (``resumed=False``) or reopened in this process.
+
+    :param session: the stored session record.
+    :param resumed: True when an existing session was resumed.
+    """
+
+
+@hookspec
+def on_session_end(session: SessionRecord, reason: str) -> None:
+    """A session ended.
+
+    :param reason: ``"user"``, ``"compression"`` (rotation), ``"error"``, ...
+    """
+
+
+@hookspec
+def on_session_switch(old_session_id: str, new_session_id: str, reason: str) -> None:
+    """The active session changed or was rewritten.
+
+    :param reason: ``"compression"`` (after every compaction, in place or
+        rotated; for in-place compaction both ids are equal), ``"new"``,
+        ``"resume"`` or ``"branch"``.
+    """
+
+
+# ---------------------------------------------------------------------------
+# per turn
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def pre_llm_call(
+    session: SessionRecord, messages: list[Message], user_message: Message
+) -> str | None:
+    """Contribute per-turn context for the request about to be prepared.
+
+    The returned text goes ONLY into the API content of the current user
+    message (stored as that message's ``api_content`` sidecar so later
+    requests resend the same bytes), never into the system prompt.
+
+    :param messages: the active view (read-only).
+    :param user_message: the new user message.
+    :return: text to inject, or None. All results are joined in hook order.
+    """
+
+
+@hookspec
+def post_llm_call(session: SessionRecord, response: Message, usage: Usage | None) -> None:
+    """A model response was recorded for the current turn.
+
+    :param response: the assistant message.
+    :param usage: provider-reported usage when given.
+    """
+
+
+@hookspec
+def on_turn_committed(session: SessionRecord, turn_id: str, messages: list[Message]) -> None:
+    """A turn's messages were committed atomically under its lease.
+
+    :param messages: the turn's messages, in order.
+    """
+
+
+# ---------------------------------------------------------------------------
+# prompt
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def prompt_blocks(context: PromptContext, settings: Any) -> list[PromptBlock] | None:
+    """Contribute blocks to the stable, context or volatile layer.
+
+    Called only when a session's prompt is built or rebuilt (new session,
+    compaction boundary), never per turn. Blocks are sorted by layer, then
+    ``(order, key)``; a duplicate key is an error naming both plugins.
+
+    :param context: the session facts the prompt may use.
+    :param settings: the :class:`hermes_core.config.Settings` in force.
+    :return: a list of blocks (or None). All results are combined.
+    """
+
+
+@hookspec
+def tool_schemas(context: PromptContext, settings: Any) -> list[dict[str, Any]] | None:
+    """Contribute OpenAI function-tool schemas, frozen with the prompt.
+
+    Tools are sorted by function name and serialised canonically, so their
+    bytes are stable for the session.
+
+    :return: a list of ``{"type": "function", "function": {...}}`` dicts.
+    """
+
+
+# ---------------------------------------------------------------------------
+# compression
+# ---------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def select_context(request: SelectRequest) -> list[Message] | None:
+    """Replace the messages of ONE request (nothing stored changes).
+
+    The core answers last (``trylast``) by asking the selected engine; a
+    plugin answering first overrides it.
+
+    :return: the messages to send, or None to leave them as they are.
+        First non-None result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def compress(request: CompressionRequest) -> CompressionResult | None:
+    """Rewrite the session's active context.
+
+    The core answers last (``trylast``) with the engine chosen by
+    ``compression.engine``; a plugin answering first takes over compression.
+
+    :return: the engine's result. First non-None result wins.
+    """
+
+
+@hookspec
+def on_pre_compress(session_id: str, messages: list[Message]) -> list[str] | None:
+    """Return insights the summary must keep, before compaction runs.
+
+    :param messages: the active view about to be compacted.
+    :return: insight strings (or None). All results are combined, in order.
+    """
+
+
+@hookspec
+def on_compressed(session_id: str, result: CompressionResult) -> None:
+    """A compression was committed (after ``on_session_switch``).
+
+    :param result: the engine's result, with tokens before and after.
+    """
+
+
+# ---------------------------------------------------------------------------
+# redaction
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def redaction_rules() -> list[RedactionRule] | None:
+    """Contribute rules applied to everything sent to a memory provider.
+
+    :return: rules (or None). All results are combined; rules apply in
+        ``name`` order so the outcome does not depend on plugin load order.
+    """

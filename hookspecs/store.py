@@ -1,0 +1,214 @@
+"""The session-store contract.
+
+A store is registered by name through ``register_session_stores`` and chosen
+with ``session.store``. The SQLite store (``sqlite``) and the PostgreSQL
+store (``postgres``) implement this class unchanged; the conformance suite in
+``hermes_core.testing`` checks any implementation against the rules below.
+
+Rules every implementation keeps:
+
+* **Nothing is deleted.** Compaction flips ``active``/``compacted`` flags and
+  inserts the new active view; old rows stay searchable.
+* **Atomicity.** Each method that writes does so in one transaction.
+* **Fencing.** A write made with a ``lease`` is rejected with
+  :class:`~hermes_hookspecs.errors.LeaseLost` unless that lease is still the
+  session's current one (same token, not expired) at the moment of the write,
+  checked inside the write's transaction. A write made without a lease is
+  rejected with :class:`~hermes_hookspecs.errors.LeaseBusy` while another
+  holder's lease is live.
+* **Bad input is refused whole.** An invalid message (tool result for an
+  unknown call id, ...) raises :class:`~hermes_hookspecs.errors.ValidationError`
+  and nothing of that call is written.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Literal
+
+from .records import (
+    CompactionCommit,
+    CompactionEvent,
+    LeaseGrant,
+    LeaseHolder,
+    NewMessage,
+    NewSession,
+    PrefixEntry,
+    SearchHit,
+    SessionRecord,
+    StoredMessage,
+    UsageRecord,
+)
+
+BlobKind = Literal["system_prompt", "tools"]
+
+
+class SessionStore(ABC):
+    """Durable sessions, messages, prompts, usage, leases and search."""
+
+    #: registered name, e.g. ``"sqlite"``
+    name: str = ""
+
+    # -- lifecycle ----------------------------------------------------------
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release connections. Idempotent."""
+
+    # -- sessions -----------------------------------------------------------
+    @abstractmethod
+    def create_session(self, new: NewSession) -> SessionRecord:
+        """Create a session (a fresh uuid4 hex id unless ``new.id`` is set)."""
+
+    @abstractmethod
+    def get_session(self, session_id: str) -> SessionRecord:
+        """Return the session or raise :class:`NotFoundError`."""
+
+    @abstractmethod
+    def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionRecord]:
+        """Most recently updated first."""
+
+    @abstractmethod
+    def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
+        """Update ``title``, ``goal``, ``routing``, ``model``, ``provider``,
+        ``system_prompt_hash`` or ``tools_hash``; any other key is a
+        :class:`ValidationError`."""
+
+    @abstractmethod
+    def end_session(self, session_id: str, reason: str) -> SessionRecord:
+        """Mark the session ended with ``reason``."""
+
+    # -- content-addressed blobs (frozen system prompts, tool schemas) ------
+    @abstractmethod
+    def put_blob(self, kind: BlobKind, text: str) -> str:
+        """Store ``text`` once under its SHA-256 hex digest and return the digest."""
+
+    @abstractmethod
+    def get_blob(self, digest: str) -> str:
+        """Return the exact text stored under ``digest`` or raise :class:`NotFoundError`."""
+
+    # -- messages -----------------------------------------------------------
+    @abstractmethod
+    def append_messages(
+        self,
+        session_id: str,
+        messages: list[NewMessage],
+        *,
+        lease: LeaseGrant | None = None,
+    ) -> list[StoredMessage]:
+        """Append to the active view in one transaction, after fencing checks.
+
+        Validates tool pairing against the session's active view: a tool
+        result must answer a call made by an earlier assistant message.
+        """
+
+    @abstractmethod
+    def active_messages(self, session_id: str) -> list[StoredMessage]:
+        """The active view, ordered by ``position``."""
+
+    @abstractmethod
+    def get_messages(self, message_ids: list[int]) -> list[StoredMessage]:
+        """Fetch rows by id (any state), in the order asked."""
+
+    @abstractmethod
+    def message_context(
+        self, message_id: int, before: int = 2, after: int = 2
+    ) -> list[StoredMessage]:
+        """The row and its neighbours in write order (a recovery pointer opened)."""
+
+    @abstractmethod
+    def all_messages(self, session_id: str) -> list[StoredMessage]:
+        """Every row of the session in write order, active and compacted."""
+
+    @abstractmethod
+    def archive_and_compact(
+        self,
+        session_id: str,
+        new_active: list[NewMessage],
+        *,
+        watermark: int,
+        lease: LeaseGrant | None = None,
+        in_place: bool = True,
+        child: NewSession | None = None,
+        event: CompactionEvent | None = None,
+    ) -> CompactionCommit:
+        """Replace the active view in ONE transaction.
+
+        Active rows with ``id <= watermark`` (the snapshot the engine saw)
+        become inactive and compacted; ``new_active`` is inserted as the new
+        view; active rows with ``id > watermark`` (arrived after the snapshot)
+        are kept and placed after the new rows. Session id, title, cwd, goal
+        and routing are unchanged and ``compression_count`` grows by one.
+
+        With ``in_place=False`` the session is ended with reason
+        ``"compression"`` and the new view is written to a child session
+        created from ``child`` (its ``parent_id`` set), in the same
+        transaction. ``event`` is recorded with the commit.
+        """
+
+    # -- search -------------------------------------------------------------
+    @abstractmethod
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        include_compacted: bool = True,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        """Full-text search, best first (bm25 or equivalent).
+
+        The query is text: search syntax in it is escaped, never interpreted.
+        Word and substring (trigram) matches both count; a row carried
+        forward by compaction (``origin_id``) is reported once.
+        """
+
+    # -- usage, prefix ledger, compaction events ----------------------------
+    @abstractmethod
+    def record_usage(self, record: UsageRecord) -> None:
+        """Store the usage of one model call."""
+
+    @abstractmethod
+    def usage(self, session_id: str) -> list[UsageRecord]:
+        """Usage records of the session, oldest first."""
+
+    @abstractmethod
+    def record_prefix(self, entry: PrefixEntry) -> None:
+        """Append a prefix-ledger row."""
+
+    @abstractmethod
+    def prefix_entries(self, session_id: str) -> list[PrefixEntry]:
+        """The session's prefix ledger, oldest first."""
+
+    @abstractmethod
+    def compaction_events(self, session_id: str) -> list[CompactionEvent]:
+        """Compaction boundaries of the session, oldest first."""
+
+    # -- turn leases --------------------------------------------------------
+    @abstractmethod
+    def acquire_lease(
+        self,
+        session_id: str,
+        holder: LeaseHolder,
+        ttl: float,
+        *,
+        timeout: float | None = None,
+    ) -> LeaseGrant:
+        """Take the session's turn lease.
+
+        :param timeout: ``None`` tries once and raises :class:`LeaseBusy`;
+            a number waits up to that many seconds, woken promptly (not by a
+            one-second poll) when the lease is released.
+        A lease that expired, or whose holder process is provably dead on
+        this host, is taken over. Every grant gets a larger fencing token.
+        """
+
+    @abstractmethod
+    def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant:
+        """Extend the lease or raise :class:`LeaseLost` if it moved on."""
+
+    @abstractmethod
+    def release_lease(self, lease: LeaseGrant) -> None:
+        """Give the lease up (no error if it already moved on)."""
+
+    @abstractmethod
+    def current_lease(self, session_id: str) -> LeaseGrant | None:
+        """The live lease of the session, if any."""

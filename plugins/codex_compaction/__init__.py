@@ -1,0 +1,57 @@
+"""hermes-core default plugin: codex_compaction.
+
+Compacts a session's Codex app-server thread with ``thread/compact/start``
+(see ``backend.py`` for settings and ``PROTOCOL.md`` for the wire protocol).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hermes_hookspecs import CompactionBackend, hookimpl
+
+from .backend import CodexCompactionBackend, CodexCompactionFailed, codex_thread_id
+from .binary import PINNED_CODEX_VERSION, find_codex_binary
+from .client import CodexAppServer
+from .config import CodexLaunchSettings, CodexProvider, CodexRuntimeConfig
+from .errors import (
+    CodexAppServerError,
+    CodexBinaryNotFoundError,
+    CodexProcessExitedError,
+    CodexProtocolError,
+    CodexRpcError,
+    CodexThreadNotFoundError,
+    CodexTimeoutError,
+)
+from .protocol import CompactionOutcome, ThreadInfo, TurnOutcome
+
+__all__ = [
+    "PINNED_CODEX_VERSION",
+    "CodexAppServer",
+    "CodexAppServerError",
+    "CodexBinaryNotFoundError",
+    "CodexCompactionBackend",
+    "CodexCompactionFailed",
+    "CodexLaunchSettings",
+    "CodexProcessExitedError",
+    "CodexProtocolError",
+    "CodexProvider",
+    "CodexRpcError",
+    "CodexRuntimeConfig",
+    "CodexThreadNotFoundError",
+    "CodexTimeoutError",
+    "CompactionOutcome",
+    "ThreadInfo",
+    "TurnOutcome",
+    "codex_thread_id",
+    "find_codex_binary",
+    "register_compaction_backends",
+]
+
+
+@hookimpl
+def register_compaction_backends(
+    register: Callable[[CompactionBackend], None], settings: Any
+) -> None:
+    register(CodexCompactionBackend())

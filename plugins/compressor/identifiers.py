@@ -1,0 +1,314 @@
+"""Mechanical identifier extraction: the things a summary must never paraphrase.
+
+Kinds (in index priority order): ``error`` (an error line, ANSI stripped,
+whitespace collapsed, at most :data:`MAX_ERROR_CHARS`), ``exception``
+(``SomethingError`` / ``SomethingException``), ``sha`` (a 7-40 hex commit id
+holding a digit and a letter, only in text that mentions git), ``ref`` (``#123``
+issue / PR numbers), ``branch`` (after ``refs/heads/``, ``origin/``,
+``checkout -b``, ``On branch`` ...), ``url`` and ``path`` (absolute paths,
+``./`` ``../`` ``~/`` paths, and relative paths with a file extension or two
+slashes).
+
+Every pattern starts with a literal (``/``, ``http``, ``#``, ``rror``...), so
+one pass over a megabyte of tool output costs a few milliseconds; text is
+never sent to a model for this.
+
+:class:`IdentifierIndex` collects identifiers with a recency rank, picks
+what fits a token budget round-robin across kinds, renders the index and
+parses a rendered index back (so a re-compression carries it forward).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+IdentifierKind = Literal["error", "exception", "sha", "ref", "branch", "url", "path"]
+KIND_ORDER: tuple[IdentifierKind, ...] = (
+    "error",
+    "exception",
+    "sha",
+    "ref",
+    "branch",
+    "url",
+    "path",
+)
+KIND_LABELS: dict[IdentifierKind, str] = {
+    "error": "errors",
+    "exception": "exceptions",
+    "sha": "commits",
+    "ref": "PRs/issues",
+    "branch": "branches",
+    "url": "URLs",
+    "path": "paths",
+}
+_LABEL_KINDS: dict[str, IdentifierKind] = {label: kind for kind, label in KIND_LABELS.items()}
+MAX_ERROR_CHARS = 160
+MAX_VALUE_CHARS = 200
+
+_URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}|,\\]+")
+_SLASH_RUN = re.compile(r"/[\w.@+-]+(?:/[\w.@+-]+)*/?")
+_LEFT_RUN = re.compile(r"[\w.~@+-]+")
+_NOT_BEFORE_PATH = frozenset(":/\\<")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~@+-")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+_GIT_WORDS = ("git ", "commit ", "HEAD", "rebase", "cherry-pick")
+_GIT_HINT = re.compile(r"git |commit |HEAD|rebase|cherry-pick")
+_SHA_WINDOW = 8_000
+_SHA = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
+_REF = re.compile(r"#(\d{1,6})(?![\w#;])")
+_EXC = re.compile(r"(?:Error|Exception)\b")
+_WORD_LEFT = re.compile(r"[A-Za-z0-9_]+")
+_ERROR_HITS = (
+    re.compile(r"rror: "),
+    re.compile(r"Exception: "),
+    re.compile(r"ERROR"),
+    re.compile(r"FAILED"),
+    re.compile(r"fatal: "),
+    re.compile(r"panic: "),
+)
+_BRANCH_PATTERNS = (
+    ("refs/heads/", re.compile(r"refs/heads/([\w./-]+)")),
+    ("origin/", re.compile(r"origin/([\w.-]+(?:/[\w.-]+)*)")),
+    ("checkout -b ", re.compile(r"checkout -b ([\w./-]+)")),
+    ("switch -c ", re.compile(r"switch -c ([\w./-]+)")),
+    ("On branch ", re.compile(r"On branch ([\w./-]+)")),
+    ("branch '", re.compile(r"Switched to (?:a new )?branch '([^'\s]+)'")),
+    ("--branch", re.compile(r"--branch[ =]([\w./-]+)")),
+)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_SPACES = re.compile(r"\s+")
+
+
+def _paths(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    raw: list[str] = []
+    for match in _SLASH_RUN.finditer(text):
+        start = match.start()
+        before = text[start - 1] if start else " "
+        if before in _NOT_BEFORE_PATH:
+            continue
+        if before in _PATH_CHARS:
+            left = _LEFT_RUN.match(text[max(0, start - 80) : start][::-1])
+            raw.append(left.group()[::-1] + match.group() if left else match.group())
+        else:
+            raw.append(match.group())
+    for value in dict.fromkeys(raw):
+        value = value.rstrip(".,")
+        if _is_path(value):
+            out.append(("path", value))
+
+
+def _is_path(value: str) -> bool:
+    if len(value) < 3 or len(value) > MAX_VALUE_CHARS:
+        return False
+    segments = [s for s in value.split("/") if s]
+    if not segments or all(s.replace(".", "").isdigit() for s in segments):
+        return False
+    if not any(c.isalpha() for c in value):
+        return False
+    if value[0] in "/~.":
+        return value[0] != "." or value.startswith(("./", "../"))
+    return value.count("/") >= 2 or bool(_EXTENSION.search(segments[-1]))
+
+
+def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    """Commit ids, looked for only in windows of text that follow a git hint."""
+    if not any(hint in text for hint in _GIT_WORDS):
+        return
+    end = -1
+    for hint in _GIT_HINT.finditer(text):
+        if hint.start() < end:
+            continue
+        begin = max(end, hint.start() - 200)
+        end = min(len(text), hint.end() + _SHA_WINDOW)
+        for match in _SHA.finditer(text, begin, end):
+            value = match.group()
+            start = match.start()
+            if start >= 2 and text[start - 2 : start] == "0x":
+                continue
+            if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+                out.append(("sha", value))
+
+
+def _refs(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    for match in _REF.finditer(text):
+        start = match.start()
+        if start and text[start - 1] not in " \t\n([,":
+            continue
+        out.append(("ref", "#" + match.group(1)))
+
+
+def _branches(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    for hint, pattern in _BRANCH_PATTERNS:
+        if hint not in text:
+            continue
+        for match in pattern.finditer(text):
+            value = match.group(1).rstrip(".,/")
+            if value and not value.isdigit() and len(value) <= MAX_VALUE_CHARS:
+                out.append(("branch", value))
+
+
+def _exceptions(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    for match in _EXC.finditer(text):
+        start = match.start()
+        if not start or text[start - 1] not in _PATH_CHARS:
+            continue
+        left = _WORD_LEFT.match(text[max(0, start - 60) : start][::-1])
+        if left is None:
+            continue
+        name = left.group()[::-1] + match.group()
+        if name[0].isupper():
+            out.append(("exception", name))
+
+
+def clean_error_line(line: str) -> str:
+    """An error line as indexed: ANSI stripped, whitespace collapsed, length capped."""
+    line = _SPACES.sub(" ", _ANSI.sub("", line)).strip()
+    if len(line) > MAX_ERROR_CHARS:
+        line = line[: MAX_ERROR_CHARS - 1] + "…"
+    return line
+
+
+def _errors(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    starts: set[int] = set()
+    for pattern in _ERROR_HITS:
+        for match in pattern.finditer(text):
+            starts.add(text.rfind("\n", 0, match.start()) + 1)
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = clean_error_line(text[start : end if end >= 0 else len(text)])
+        if len(line) >= 8:
+            out.append(("error", line))
+
+
+def _urls(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    for match in _URL.finditer(text):
+        url = match.group().rstrip(".:;!?")
+        if len(url) <= MAX_VALUE_CHARS:
+            out.append(("url", url))
+
+
+_EXTRACTORS: dict[IdentifierKind, Callable[[str, list[tuple[IdentifierKind, str]]], None]] = {
+    "error": _errors,
+    "exception": _exceptions,
+    "sha": _shas,
+    "ref": _refs,
+    "branch": _branches,
+    "url": _urls,
+    "path": _paths,
+}
+
+
+def extract_identifiers(
+    text: str, kinds: Iterable[IdentifierKind] = KIND_ORDER
+) -> list[tuple[IdentifierKind, str]]:
+    """Identifiers of the given ``kinds`` in ``text``, each ``(kind, value)`` once."""
+    if not text:
+        return []
+    found: list[tuple[IdentifierKind, str]] = []
+    for kind in kinds:
+        _EXTRACTORS[kind](text, found)
+    return list(dict.fromkeys(found))
+
+
+def estimate_tokens(value: str) -> int:
+    """A conservative token estimate for identifier-like text (about 3 chars a token)."""
+    return math.ceil(len(value) / 3) + 1
+
+
+class IdentifierIndex:
+    """Identifiers with a recency rank; selects what fits a budget and renders it."""
+
+    def __init__(self) -> None:
+        self._rank: dict[tuple[IdentifierKind, str], float] = {}
+
+    def __len__(self) -> int:
+        return len(self._rank)
+
+    def add(self, kind: IdentifierKind, value: str, rank: float) -> None:
+        """Record ``value``; a higher ``rank`` means more recent (the highest rank is kept)."""
+        key = (kind, value)
+        if rank > self._rank.get(key, -math.inf):
+            self._rank[key] = rank
+
+    def add_all(self, items: Iterable[tuple[IdentifierKind, str]], rank: float) -> None:
+        for kind, value in items:
+            self.add(kind, value, rank)
+
+    def items(self) -> list[tuple[IdentifierKind, str]]:
+        return list(self._rank)
+
+    def select(
+        self, budget_tokens: int, *, skip: Callable[[str], bool] | None = None
+    ) -> dict[IdentifierKind, list[str]]:
+        """Pick identifiers round-robin across kinds, newest first, within ``budget_tokens``.
+
+        ``skip(value)`` drops identifiers that need no index entry (for
+        instance because they are still in the verbatim tail).
+        """
+        queues: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
+        ordered = sorted(self._rank.items(), key=lambda item: -item[1])
+        for (kind, value), _rank in ordered:
+            queues[kind].append(value)
+        chosen: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
+        cursors = dict.fromkeys(KIND_ORDER, 0)
+        left = budget_tokens
+        active = [kind for kind in KIND_ORDER if queues[kind]]
+        while active and left > 0:
+            still: list[IdentifierKind] = []
+            for kind in active:
+                queue = queues[kind]
+                cursor = cursors[kind]
+                while cursor < len(queue):
+                    value = queue[cursor]
+                    cursor += 1
+                    if skip is not None and skip(value):
+                        continue
+                    cost = estimate_tokens(value) + (4 if not chosen[kind] else 0)
+                    if cost <= left:
+                        chosen[kind].append(value)
+                        left -= cost
+                        break
+                cursors[kind] = cursor
+                if cursor < len(queue):
+                    still.append(kind)
+            active = still
+        return {kind: values for kind, values in chosen.items() if values}
+
+
+def render_index(selected: dict[IdentifierKind, list[str]]) -> str:
+    """The ``Identifier Index`` section body (see :func:`parse_index`)."""
+    lines: list[str] = []
+    for kind in KIND_ORDER:
+        values = selected.get(kind)
+        if not values:
+            continue
+        label = KIND_LABELS[kind]
+        if kind == "error":
+            lines.append(f"{label}:")
+            lines.extend(f"- {value}" for value in values)
+        else:
+            lines.append(f"{label}: " + ", ".join(values))
+    return "\n".join(lines)
+
+
+def parse_index(body: str) -> list[tuple[IdentifierKind, str]]:
+    """Read back a body written by :func:`render_index` (oldest-ranked last)."""
+    out: list[tuple[IdentifierKind, str]] = []
+    in_errors = False
+    for raw in body.splitlines():
+        line = raw.rstrip()
+        if in_errors and line.startswith("- "):
+            out.append(("error", line[2:]))
+            continue
+        in_errors = False
+        label, sep, rest = line.partition(": ")
+        if line.endswith(":") and line[:-1] in _LABEL_KINDS:
+            in_errors = _LABEL_KINDS[line[:-1]] == "error"
+            continue
+        if sep and label in _LABEL_KINDS:
+            kind = _LABEL_KINDS[label]
+            out.extend((kind, value) for value in rest.split(", ") if value)
+    return out

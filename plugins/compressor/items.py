@@ -1,0 +1,52 @@
+"""The engine's working unit: a message with its token cost and the row it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hermes_hookspecs import Message, NewMessage, StoredMessage
+
+
+@dataclass(slots=True)
+class Item:
+    """One message of the view being compressed.
+
+    ``stored`` is the row the message came from (None for messages the
+    engine made: the summary, stubs); ``changed`` is True once the engine
+    rewrote it (pruned), so it no longer counts as carried forward unchanged.
+    """
+
+    message: Message
+    tokens: int
+    stored: StoredMessage | None = None
+    changed: bool = False
+
+    @property
+    def recovery_id(self) -> int | None:
+        """The message id session search opens for this message's original text."""
+        if self.stored is None:
+            return None
+        return self.stored.origin_id if self.stored.origin_id is not None else self.stored.id
+
+    @property
+    def is_real_user(self) -> bool:
+        """A user message written by the user (not a summary or provider item)."""
+        return self.message.role == "user" and self.message.kind == "message"
+
+    def to_new(self) -> NewMessage:
+        """The row to write for this item in the new active view."""
+        if self.stored is not None and not self.changed:
+            return NewMessage(
+                message=self.message,
+                api_content=self.stored.api_content,
+                token_count=self.tokens,
+                turn_id=self.stored.turn_id,
+                origin_id=self.recovery_id,
+            )
+        turn_id = self.stored.turn_id if self.stored is not None else None
+        return NewMessage(message=self.message, token_count=self.tokens, turn_id=turn_id)
+
+
+def recovery_pointer(message_id: int | None) -> str:
+    """The recovery pointer text session search understands (empty when unknown)."""
+    return f"message id {message_id}" if message_id is not None else ""

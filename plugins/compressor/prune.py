@@ -1,0 +1,159 @@
+"""Phase 1, prune: cheap, mechanical shrinking of old tool traffic before any summary.
+
+Applied to every non-system message before the protected tail:
+
+* identical tool results (same text, longer than a placeholder) collapse to
+  the most recent copy - which may sit in the tail; older copies become
+  ``[tool result compacted: identical to message id N]``;
+* tool results longer than ``prune_min_chars`` become one line naming the
+  tool, its arguments in short and the recovery pointer;
+* tool-call arguments longer than ``max_tool_args_chars`` keep their JSON
+  keys, with long string values cut and a pointer appended.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hermes_hookspecs import CompressionSettings, Message, ToolCall, ToolFunction
+
+from .items import Item, recovery_pointer
+
+SHORT_ARGS_CHARS = 100
+_DEDUP_MIN_CHARS = 160
+
+
+def short_args(arguments: str, limit: int = SHORT_ARGS_CHARS) -> str:
+    """Tool-call arguments as ``key=value, ...`` cut to about ``limit`` characters."""
+    try:
+        data = json.loads(arguments)
+    except ValueError:
+        data = arguments
+    if isinstance(data, dict):
+        parts = []
+        for key, value in data.items():
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            parts.append(f"{key}={' '.join(str(shown).split())[:60]}")
+        text = ", ".join(parts)
+    else:
+        text = " ".join(str(data).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tool_calls_by_id(items: Sequence[Item]) -> dict[int, ToolFunction]:
+    """For each tool message (by index), the function of the call it answers."""
+    current: dict[str, ToolFunction] = {}
+    found: dict[int, ToolFunction] = {}
+    for index, item in enumerate(items):
+        message = item.message
+        if message.role == "assistant" and message.tool_calls:
+            current = {call.id: call.function for call in message.tool_calls}
+        elif message.role == "tool":
+            function = current.get(message.tool_call_id or "")
+            if function is not None:
+                found[index] = function
+        else:
+            current = {}
+    return found
+
+
+def placeholder(function: ToolFunction | None, chars: int, message_id: int | None) -> str:
+    """The one-line stand-in for a pruned tool result."""
+    call = f"{function.name}({short_args(function.arguments)})" if function else "a tool call"
+    pointer = recovery_pointer(message_id)
+    where = f"; open it with session search: {pointer}" if pointer else ""
+    return f"[tool result compacted: {call} returned {chars:,} chars{where}]"
+
+
+def _cut_value(value: Any, limit: int) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + f"…[{len(value) - limit:,} chars cut]"
+    if isinstance(value, dict):
+        return {k: _cut_value(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut_value(v, limit) for v in value]
+    return value
+
+
+def cut_arguments(arguments: str, max_chars: int, message_id: int | None) -> str:
+    """Shrink JSON ``arguments`` under about ``max_chars``, keeping its keys."""
+    try:
+        data = json.loads(arguments)
+    except ValueError:
+        data = arguments
+    limit = max(40, max_chars // 2)
+    for _ in range(6):
+        cut = _cut_value(data, limit)
+        if not isinstance(cut, dict):
+            cut = {"value": cut}
+        pointer = recovery_pointer(message_id)
+        if pointer:
+            cut["_compacted"] = f"arguments cut; full call: {pointer}"
+        text = json.dumps(cut, ensure_ascii=False)
+        if len(text) <= max_chars or limit <= 40:
+            return text
+        limit = max(40, limit // 2)
+    return text
+
+
+def prune(
+    items: list[Item],
+    end: int,
+    settings: CompressionSettings,
+    recount: Callable[[Message], int],
+) -> int:
+    """Prune ``items[:end]`` in place (system messages untouched); returns how many changed.
+
+    ``items[end:]`` is the protected tail: read (for duplicate detection) but
+    never changed.
+    """
+    functions = tool_calls_by_id(items)
+    latest: dict[str, int] = {}
+    for index, item in enumerate(items):
+        message = item.message
+        if message.role == "tool" and isinstance(message.content, str):
+            if len(message.content) >= _DEDUP_MIN_CHARS:
+                latest[message.content] = index
+    changed = 0
+    for index in range(min(end, len(items))):
+        item = items[index]
+        message = item.message
+        new: Message | None = None
+        if message.role == "tool" and message.kind == "message":
+            text = message.content if isinstance(message.content, str) else message.text()
+            last = latest.get(text) if isinstance(message.content, str) else None
+            if last is not None and last != index:
+                pointer = recovery_pointer(items[last].recovery_id)
+                content = f"[tool result compacted: identical to the later result in {pointer}]"
+                if not pointer:
+                    content = "[tool result compacted: identical to a later result]"
+                new = message.model_copy(update={"content": content})
+            elif len(text) > settings.prune_min_chars:
+                content = placeholder(functions.get(index), len(text), item.recovery_id)
+                new = message.model_copy(update={"content": content})
+        elif message.role == "assistant" and message.tool_calls:
+            limit = settings.max_tool_args_chars
+            if any(len(call.function.arguments) > limit for call in message.tool_calls):
+                calls = [
+                    call
+                    if len(call.function.arguments) <= limit
+                    else ToolCall(
+                        id=call.id,
+                        function=ToolFunction(
+                            name=call.function.name,
+                            arguments=cut_arguments(
+                                call.function.arguments, limit, item.recovery_id
+                            ),
+                        ),
+                    )
+                    for call in message.tool_calls
+                ]
+                new = message.model_copy(update={"tool_calls": calls})
+        if new is not None:
+            item.message = new
+            item.tokens = recount(new)
+            item.changed = True
+            changed += 1
+    return changed

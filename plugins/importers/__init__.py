@@ -1,0 +1,1 @@
+"""hermes-core default plugin: importers."""

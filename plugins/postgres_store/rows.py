@@ -1,0 +1,173 @@
+"""Converting between the contract's records and PostgreSQL rows.
+
+Messages are stored as their JSON text (``message``) so they round-trip
+exactly; ``api_content`` is stored as JSON text too, preserving the exact
+bytes (key order included) once sent to the model. PostgreSQL ``text``
+cannot hold NUL characters: JSON escapes them, and the search body replaces
+them with spaces.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hermes_hookspecs.errors import ValidationError
+from hermes_hookspecs.messages import Message, content_text
+from hermes_hookspecs.records import (
+    CompactionEvent,
+    NewMessage,
+    PrefixEntry,
+    SessionRecord,
+    StoredMessage,
+    UsageRecord,
+)
+from hermes_hookspecs.messages import Usage
+
+SESSION_COLUMNS = (
+    "id, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at, "
+    "updated_at, ended_at, system_prompt_hash, tools_hash, compression_count"
+)
+MESSAGE_COLUMNS = (
+    "id, session_id, position, message, api_content, token_count, turn_id, origin_id, "
+    "active, compacted, created_at"
+)
+
+
+def session_from_row(row: Sequence[Any]) -> SessionRecord:
+    (sid, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at,
+     updated_at, ended_at, sp_hash, tools_hash, count) = row
+    return SessionRecord(
+        id=sid,
+        title=title,
+        cwd=cwd,
+        goal=goal,
+        routing=routing if isinstance(routing, dict) else json.loads(routing or "{}"),
+        model=model,
+        provider=provider,
+        parent_id=parent_id,
+        end_reason=end_reason,
+        created_at=created_at,
+        updated_at=updated_at,
+        ended_at=ended_at,
+        system_prompt_hash=sp_hash,
+        tools_hash=tools_hash,
+        compression_count=count,
+    )
+
+
+def message_from_row(row: Sequence[Any]) -> StoredMessage:
+    (mid, sid, position, message, api_content, token_count, turn_id, origin_id, active,
+     compacted, created_at) = row
+    return StoredMessage(
+        id=mid,
+        session_id=sid,
+        position=position,
+        message=Message.model_validate_json(message),
+        api_content=None if api_content is None else json.loads(api_content),
+        token_count=token_count,
+        turn_id=turn_id,
+        origin_id=origin_id,
+        active=active,
+        compacted=compacted,
+        created_at=created_at,
+    )
+
+
+def _no_nul(value: str | None, field: str) -> str | None:
+    if value is not None and "\x00" in value:
+        raise ValidationError(f"{field} contains a NUL character, which cannot be stored")
+    return value
+
+
+def encode_json(value: Any, field: str) -> str:
+    """JSON text for a column; refuses values that cannot be encoded as UTF-8."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"{field} is not valid Unicode text ({exc.reason})") from None
+    return text
+
+
+def search_body(message: Message, cap: int) -> str:
+    """The text indexed for search: content plus tool-call names and arguments, capped."""
+    parts = [content_text(message.content)]
+    for call in message.tool_calls or []:
+        parts.append(f"{call.function.name} {call.function.arguments}")
+    if message.name:
+        parts.append(message.name)
+    body = "\n".join(part for part in parts if part)
+    return body[:cap].replace("\x00", " ")
+
+
+def message_params(new: NewMessage, index: int, what: str) -> dict[str, Any]:
+    """Column values of one new message (without session, position, origin root)."""
+    msg = new.message
+    field = f"{what}[{index}]"
+    message_json = msg.model_dump_json(exclude_none=True)
+    try:
+        message_json.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"{field}.message is not valid Unicode text ({exc.reason})") from None
+    return {
+        "role": msg.role,
+        "message": message_json,
+        "api_content": None
+        if new.api_content is None
+        else encode_json(new.api_content, f"{field}.api_content"),
+        "token_count": new.token_count,
+        "turn_id": _no_nul(new.turn_id, f"{field}.turn_id"),
+        "origin_id": new.origin_id,
+        "tool_call_ids": [call.id for call in msg.tool_calls] if msg.tool_calls else None,
+    }
+
+
+def usage_from_row(row: Sequence[Any]) -> UsageRecord:
+    sid, turn_id, inp, out, cread, cwrite, reasoning, model, created_at = row
+    return UsageRecord(
+        session_id=sid,
+        turn_id=turn_id,
+        usage=Usage(
+            input_tokens=inp,
+            output_tokens=out,
+            cache_read_tokens=cread,
+            cache_write_tokens=cwrite,
+            reasoning_tokens=reasoning,
+            model=model,
+        ),
+        created_at=created_at,
+    )
+
+
+PREFIX_COLUMNS = (
+    "session_id, request_index, request_hash, request_tokens, shared_prefix_hash, "
+    "shared_prefix_tokens, previous_tokens, break_reason, provider_cached_tokens, created_at"
+)
+
+
+def prefix_from_row(row: Sequence[Any]) -> PrefixEntry:
+    names = [name.strip() for name in PREFIX_COLUMNS.split(",")]
+    return PrefixEntry.model_validate(dict(zip(names, row, strict=True)))
+
+
+EVENT_COLUMNS = (
+    "session_id, engine, backend, tokens_before, tokens_after, summarizer, fallback, detail, "
+    "created_at"
+)
+
+
+def event_from_row(row: Sequence[Any]) -> CompactionEvent:
+    sid, engine, backend, before, after, summarizer, fallback, detail, created_at = row
+    return CompactionEvent(
+        session_id=sid,
+        engine=engine,
+        backend=backend,
+        tokens_before=before,
+        tokens_after=after,
+        summarizer=summarizer,
+        fallback=fallback,
+        detail=json.loads(detail),
+        created_at=created_at,
+    )

@@ -1,0 +1,115 @@
+"""Statements shared by the write paths: locking a session and inserting messages."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hermes_hookspecs.errors import NotFoundError, ValidationError
+from hermes_hookspecs.records import NewMessage
+
+from .rows import message_params, search_body
+
+if TYPE_CHECKING:
+    import psycopg
+
+CHUNK = 400
+_COLS = (
+    "ord, position, role, message, api_content, token_count, turn_id, origin_id, "
+    "origin_root, tool_call_ids, body"
+)
+_ROW = (
+    "(%s::int, %s::bigint, %s::text, %s::text, %s::text, %s::int, %s::text, %s::bigint, "
+    "%s::bigint, %s::text[], %s::text)"
+)
+
+
+def lock_session(conn: psycopg.Connection[Any], session_id: str) -> tuple[Any, ...]:
+    """Lock the session row for this transaction; ``(next_position, compression_count)``."""
+    row = conn.execute(
+        "SELECT next_position, compression_count FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    return tuple(row)
+
+
+def known_calls(conn: psycopg.Connection[Any], session_id: str, ids: set[str]) -> set[str]:
+    """Those of ``ids`` made by an assistant message of the session's active view."""
+    rows = conn.execute(
+        "SELECT DISTINCT c FROM messages, unnest(tool_call_ids) AS c "
+        "WHERE session_id = %s AND active AND tool_call_ids IS NOT NULL "
+        "AND tool_call_ids && %s::text[] AND c = ANY(%s::text[])",
+        (session_id, sorted(ids), sorted(ids)),
+    ).fetchall()
+    return {str(row[0]) for row in rows}
+
+
+def origin_roots(conn: psycopg.Connection[Any], batch: list[NewMessage], what: str) -> list[int | None]:
+    """The ``origin_root`` of each new message (the first row of its carried-forward chain)."""
+    wanted = sorted({new.origin_id for new in batch if new.origin_id is not None})
+    roots: dict[int, int] = {}
+    if wanted:
+        rows = conn.execute(
+            "SELECT id, coalesce(origin_root, id) FROM messages WHERE id = ANY(%s::bigint[])",
+            (wanted,),
+        ).fetchall()
+        roots = {int(a): int(b) for a, b in rows}
+    out: list[int | None] = []
+    for index, new in enumerate(batch):
+        if new.origin_id is None:
+            out.append(None)
+        elif new.origin_id not in roots:
+            raise ValidationError(
+                f"{what}[{index}].origin_id = {new.origin_id}: no stored message has that id"
+            )
+        else:
+            out.append(roots[new.origin_id])
+    return out
+
+
+def insert_messages(
+    conn: psycopg.Connection[Any],
+    session_id: str,
+    batch: list[NewMessage],
+    *,
+    start_position: int,
+    roots: list[int | None],
+    cap: int,
+    what: str,
+) -> list[tuple[int, int, float]]:
+    """Insert ``batch`` (and its search rows); ``(id, position, created_at)`` per message."""
+    params_list = [message_params(new, i, what) for i, new in enumerate(batch)]
+    out: list[tuple[int, int, float]] = []
+    for begin in range(0, len(batch), CHUNK):
+        chunk = range(begin, min(begin + CHUNK, len(batch)))
+        values: list[Any] = []
+        for i in chunk:
+            p = params_list[i]
+            values += [
+                i,
+                start_position + i,
+                p["role"],
+                p["message"],
+                p["api_content"],
+                p["token_count"],
+                p["turn_id"],
+                p["origin_id"],
+                roots[i],
+                p["tool_call_ids"],
+                search_body(batch[i].message, cap),
+            ]
+        sql = (
+            f"WITH input ({_COLS}) AS (VALUES {', '.join([_ROW] * len(chunk))}), "
+            "ins AS (INSERT INTO messages (session_id, position, role, message, api_content, "
+            "token_count, turn_id, origin_id, origin_root, tool_call_ids, created_at) "
+            "SELECT %s, position, role, message, api_content, token_count, turn_id, origin_id, "
+            "origin_root, tool_call_ids, extract(epoch FROM clock_timestamp())::float8 "
+            "FROM input ORDER BY ord RETURNING id, position, created_at), "
+            "fts AS (INSERT INTO message_search (message_id, session_id, body) "
+            "SELECT ins.id, %s, input.body FROM ins JOIN input USING (position)) "
+            "SELECT id, position, created_at FROM ins ORDER BY position"
+        )
+        rows = conn.execute(sql.encode(), [*values, session_id, session_id]).fetchall()
+        out += [(int(a), int(b), float(c)) for a, b, c in rows]
+    return out

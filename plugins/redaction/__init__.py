@@ -1,0 +1,23 @@
+"""hermes-core default plugin: redaction.
+
+Contributes the default :class:`~hermes_hookspecs.RedactionRule` set (API keys,
+bearer tokens, Authorization headers, private key blocks, password
+assignments, JWTs...; see :mod:`hermes_plugin_redaction.rules`) through the
+``redaction_rules`` hook. Integrators extend it by implementing the same hook
+in their own plugin; block this plugin (``plugins.block = ["redaction"]``) to
+replace the defaults entirely.
+"""
+
+from __future__ import annotations
+
+from hermes_hookspecs import RedactionRule, hookimpl
+
+from .rules import default_rules
+
+__all__ = ["default_rules", "redaction_rules"]
+
+
+@hookimpl
+def redaction_rules() -> list[RedactionRule]:
+    """The default rules (fresh objects on every call)."""
+    return default_rules()

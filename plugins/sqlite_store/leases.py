@@ -1,0 +1,331 @@
+"""Turn leases: grants with fencing tokens, takeover rules, prompt wake-up of waiters.
+
+One row per session in ``leases`` keeps the current (or last) grant. The
+token only grows: a new grant gets ``old token + 1``, and the row is never
+deleted, so tokens are strictly increasing per session.
+
+A lease is *live* while it is not released, not past ``expires_at`` by the
+store's clock (``time.time()`` of the process doing the check), and its
+holder is not provably dead (same host and ``os.kill(pid, 0)`` reports no
+such process). Anything else can be taken over.
+
+Waiting (:func:`wait_for_grant`) polls ``PRAGMA data_version`` on one
+read connection with an adaptive interval of 1 to 10 ms: a commit by any
+other connection (the holder's release) changes it, and the waiter then
+re-reads the lease row and tries to take it. The lease row is also re-read
+when the holder's expiry passes and every 100 ms (to notice a dead holder).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError
+from hermes_hookspecs.records import LeaseGrant, LeaseHolder
+from hermes_hookspecs.store import SessionStore
+
+from .connections import Database
+
+POLL_MIN = 0.001
+POLL_MAX = 0.010
+LIVENESS_EVERY = 0.1
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    """The stored state of a session's lease."""
+
+    session_id: str
+    token: int
+    holder: LeaseHolder
+    acquired_at: float
+    expires_at: float
+    released_at: float | None
+
+    def grant(self) -> LeaseGrant:
+        return LeaseGrant(
+            session_id=self.session_id,
+            holder=self.holder,
+            token=self.token,
+            expires_at=self.expires_at,
+            acquired_at=self.acquired_at,
+        )
+
+    def describe(self) -> str:
+        h = self.holder
+        return (
+            f"held by {h.name!r} (pid {h.pid} on {h.host}) with token {self.token} "
+            f"until {time.strftime('%H:%M:%S', time.localtime(self.expires_at))}"
+        )
+
+
+def holder_is_dead(holder: LeaseHolder) -> bool:
+    """True only when the holder's process provably does not exist on this host."""
+    if holder.host != socket.gethostname() or holder.pid <= 0 or holder.pid == os.getpid():
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def is_live(row: LeaseRow | None, now: float) -> bool:
+    return (
+        row is not None
+        and row.released_at is None
+        and row.expires_at > now
+        and not holder_is_dead(row.holder)
+    )
+
+
+def load(conn: sqlite3.Connection, session_id: str) -> LeaseRow | None:
+    rows = conn.execute(
+        "SELECT token, holder_name, holder_host, holder_pid, acquired_at, expires_at, released_at "
+        "FROM leases WHERE session_id = ?",
+        (session_id,),
+    ).fetchall()
+    if not rows:
+        return None
+    token, name, host, pid, acquired, expires, released = rows[0]
+    return LeaseRow(
+        session_id=session_id,
+        token=token,
+        holder=LeaseHolder(name=name, host=host, pid=pid),
+        acquired_at=acquired,
+        expires_at=expires,
+        released_at=released,
+    )
+
+
+def check_ttl(ttl: float) -> float:
+    if not isinstance(ttl, int | float) or not ttl > 0:
+        raise StoreError(f"lease ttl must be a positive number of seconds, got {ttl!r}")
+    return float(ttl)
+
+
+def try_grant(
+    conn: sqlite3.Connection, session_id: str, holder: LeaseHolder, ttl: float
+) -> tuple[LeaseGrant | None, LeaseRow | None]:
+    """Inside a write transaction: grant the lease if it is free, else report who holds it."""
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    now = time.time()
+    row = load(conn, session_id)
+    if is_live(row, now):
+        return None, row
+    token = 1 if row is None else row.token + 1
+    expires = now + ttl
+    conn.execute(
+        "INSERT INTO leases (session_id, token, holder_name, holder_host, holder_pid, "
+        "acquired_at, expires_at, released_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
+        "ON CONFLICT(session_id) DO UPDATE SET token = excluded.token, "
+        "holder_name = excluded.holder_name, holder_host = excluded.holder_host, "
+        "holder_pid = excluded.holder_pid, acquired_at = excluded.acquired_at, "
+        "expires_at = excluded.expires_at, released_at = NULL",
+        (session_id, token, holder.name, holder.host, holder.pid, now, expires),
+    )
+    grant = LeaseGrant(
+        session_id=session_id, holder=holder, token=token, expires_at=expires, acquired_at=now
+    )
+    return grant, row
+
+
+def fence(conn: sqlite3.Connection, session_id: str, lease: LeaseGrant | None) -> None:
+    """Inside a write transaction: refuse the write unless the lease rules allow it.
+
+    :raises LeaseLost: ``lease`` is not the session's current live grant.
+    :raises LeaseBusy: no lease given while another holder's lease is live.
+    """
+    now = time.time()
+    row = load(conn, session_id)
+    if lease is None:
+        if is_live(row, now):
+            assert row is not None
+            raise LeaseBusy(
+                f"session {session_id!r} is leased ({row.describe()}); write with that lease"
+            )
+        return
+    if lease.session_id != session_id:
+        raise LeaseLost(f"lease is for session {lease.session_id!r}, not {session_id!r}")
+    if row is None or row.token != lease.token:
+        current = "none" if row is None else f"token {row.token}, {row.describe()}"
+        raise LeaseLost(
+            f"lease token {lease.token} on session {session_id!r} was superseded (now {current})"
+        )
+    if row.released_at is not None:
+        raise LeaseLost(f"lease token {lease.token} on session {session_id!r} was released")
+    if row.expires_at <= now:
+        raise LeaseLost(
+            f"lease token {lease.token} on session {session_id!r} expired "
+            f"{now - row.expires_at:.3f}s ago"
+        )
+
+
+def renew(conn: sqlite3.Connection, lease: LeaseGrant, ttl: float) -> LeaseGrant:
+    fence(conn, lease.session_id, lease)
+    expires = time.time() + ttl
+    conn.execute(
+        "UPDATE leases SET expires_at = ? WHERE session_id = ? AND token = ?",
+        (expires, lease.session_id, lease.token),
+    )
+    return lease.model_copy(update={"expires_at": expires})
+
+
+def release(conn: sqlite3.Connection, lease: LeaseGrant) -> None:
+    now = time.time()
+    conn.execute(
+        "UPDATE leases SET released_at = ?, expires_at = min(expires_at, ?) "
+        "WHERE session_id = ? AND token = ? AND released_at IS NULL",
+        (now, now, lease.session_id, lease.token),
+    )
+
+
+def acquire(
+    db: Database,
+    session_id: str,
+    holder: LeaseHolder,
+    ttl: float,
+    timeout: float | None,
+) -> LeaseGrant:
+    """Grant the lease now, or (with ``timeout``) wait for it, woken promptly."""
+    ttl = check_ttl(ttl)
+    if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
+        raise StoreError(f"lease timeout must be None or seconds >= 0, got {timeout!r}")
+    grant, row = db.write(lambda conn: try_grant(conn, session_id, holder, ttl))
+    if grant is not None:
+        return grant
+    assert row is not None
+    if timeout is None:
+        raise LeaseBusy(f"session {session_id!r} lease is {row.describe()}")
+    return _wait(db, session_id, holder, ttl, float(timeout), row)
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA data_version").fetchall()[0][0])
+
+
+def _wait(
+    db: Database,
+    session_id: str,
+    holder: LeaseHolder,
+    ttl: float,
+    timeout: float,
+    row: LeaseRow | None,
+) -> LeaseGrant:
+    deadline = time.monotonic() + timeout
+    with db.reader() as conn:
+        version = _data_version(conn)
+        interval = POLL_MIN
+        checked = time.monotonic()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                held = row.describe() if row is not None else "busy"
+                raise LeaseBusy(
+                    f"session {session_id!r} lease still {held} after waiting {timeout:g}s"
+                )
+            nap = min(interval, remaining)
+            if row is not None and row.released_at is None:
+                nap = min(nap, max(row.expires_at - time.time(), 0.0) + 0.0005)
+            time.sleep(nap)
+            current = _data_version(conn)
+            changed = current != version
+            version = current
+            now = time.time()
+            due = (
+                row is None
+                or row.released_at is not None
+                or row.expires_at <= now
+                or time.monotonic() - checked >= LIVENESS_EVERY
+            )
+            interval = POLL_MIN if changed else min(interval * 1.5, POLL_MAX)
+            if not (changed or due):
+                continue
+            row = load(conn, session_id)
+            checked = time.monotonic()
+            if is_live(row, now):
+                continue
+            grant, row = db.write(lambda c: try_grant(c, session_id, holder, ttl))
+            if grant is not None:
+                return grant
+
+
+class LeaseKeeper:
+    """Keeps a lease renewed from a background thread and reports its loss.
+
+    ``with LeaseKeeper(store, grant, ttl) as keeper:`` renews every
+    ``ttl / 3`` seconds; if a renewal raises :class:`LeaseLost` the keeper
+    sets :attr:`lost`, stores the error and calls ``on_lost`` (from the
+    keeper's thread), which a turn runtime turns into an interrupt.
+    :meth:`check` raises the loss in the caller's thread. Leaving the block
+    stops renewing and releases the lease.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        lease: LeaseGrant,
+        ttl: float,
+        *,
+        every: float | None = None,
+        on_lost: Callable[[LeaseLost], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._lease = lease
+        self._ttl = check_ttl(ttl)
+        self._every = every if every is not None else self._ttl / 3
+        self._on_lost = on_lost
+        self._stop = threading.Event()
+        self.lost = threading.Event()
+        self.error: LeaseLost | None = None
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+
+    @property
+    def lease(self) -> LeaseGrant:
+        """The latest grant (its ``expires_at`` moves with each renewal)."""
+        return self._lease
+
+    def check(self) -> LeaseGrant:
+        """Return the current grant, or raise the :class:`LeaseLost` that ended it."""
+        if self.error is not None:
+            raise self.error
+        return self._lease
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            try:
+                self._lease = self._store.renew_lease(self._lease, self._ttl)
+            except LeaseLost as exc:
+                self.error = exc
+                self.lost.set()
+                if self._on_lost is not None:
+                    self._on_lost(exc)
+                return
+            except StoreError:
+                continue  # transient (locked); the next tick retries or finds the loss
+
+    def start(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def stop(self, *, release: bool = True) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        if release and self.error is None:
+            self._store.release_lease(self._lease)
+
+    def __enter__(self) -> LeaseKeeper:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -1,0 +1,224 @@
+"""Conversions between the contract's records and SQLite rows."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from hermes_hookspecs.messages import Message, Usage, content_text
+from hermes_hookspecs.records import (
+    CompactionEvent,
+    NewMessage,
+    PrefixEntry,
+    SessionRecord,
+    StoredMessage,
+    UsageRecord,
+)
+
+SESSION_COLUMNS = (
+    "id, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at, "
+    "updated_at, ended_at, system_prompt_hash, tools_hash, compression_count"
+)
+MESSAGE_COLUMNS = (
+    "id, session_id, position, role, kind, content, content_parts, tool_calls, tool_call_id, "
+    "name, summary, provider_item, api_content, token_count, turn_id, origin_id, active, "
+    "compacted, created_at"
+)
+INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, position, role, kind, content, content_parts, "
+    "tool_calls, tool_call_id, name, summary, provider_item, api_content, token_count, "
+    "turn_id, origin_id, origin_root, active, compacted, created_at, fts_cap) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)"
+)
+
+
+def session_from_row(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
+    (
+        sid,
+        title,
+        cwd,
+        goal,
+        routing,
+        model,
+        provider,
+        parent_id,
+        end_reason,
+        created_at,
+        updated_at,
+        ended_at,
+        prompt_hash,
+        tools_hash,
+        compressions,
+    ) = tuple(row)
+    return SessionRecord(
+        id=sid,
+        title=title,
+        cwd=cwd,
+        goal=goal,
+        routing=json.loads(routing),
+        model=model,
+        provider=provider,
+        parent_id=parent_id,
+        end_reason=end_reason,
+        created_at=created_at,
+        updated_at=updated_at,
+        ended_at=ended_at,
+        system_prompt_hash=prompt_hash,
+        tools_hash=tools_hash,
+        compression_count=compressions,
+    )
+
+
+def message_values(
+    session_id: str,
+    position: int,
+    new: NewMessage,
+    origin_root: int | None,
+    created_at: float,
+    fts_cap: int,
+) -> tuple[Any, ...]:
+    """Parameters for :data:`INSERT_MESSAGE`."""
+    msg = new.message
+    if isinstance(msg.content, list):
+        content: str | None = content_text(msg.content)
+        parts: str | None = json.dumps(msg.content, ensure_ascii=False)
+    else:
+        content, parts = msg.content, None
+    calls = (
+        json.dumps([call.model_dump() for call in msg.tool_calls], ensure_ascii=False)
+        if msg.tool_calls
+        else None
+    )
+    return (
+        session_id,
+        position,
+        msg.role,
+        msg.kind,
+        content,
+        parts,
+        calls,
+        msg.tool_call_id,
+        msg.name,
+        msg.summary.model_dump_json() if msg.summary is not None else None,
+        json.dumps(msg.provider_item, ensure_ascii=False)
+        if msg.provider_item is not None
+        else None,
+        json.dumps(new.api_content, ensure_ascii=False) if new.api_content is not None else None,
+        new.token_count,
+        new.turn_id,
+        new.origin_id,
+        origin_root,
+        created_at,
+        fts_cap,
+    )
+
+
+def message_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMessage:
+    (
+        mid,
+        sid,
+        position,
+        role,
+        kind,
+        content,
+        parts,
+        calls,
+        call_id,
+        name,
+        summary,
+        item,
+        api_content,
+        tokens,
+        turn_id,
+        origin_id,
+        active,
+        compacted,
+        created_at,
+    ) = tuple(row)
+    body: dict[str, Any] = {"role": role, "kind": kind}
+    body["content"] = json.loads(parts) if parts is not None else content
+    if calls is not None:
+        body["tool_calls"] = json.loads(calls)
+    if call_id is not None:
+        body["tool_call_id"] = call_id
+    if name is not None:
+        body["name"] = name
+    if summary is not None:
+        body["summary"] = json.loads(summary)
+    if item is not None:
+        body["provider_item"] = json.loads(item)
+    return StoredMessage(
+        id=mid,
+        session_id=sid,
+        position=position,
+        message=Message.model_validate(body),
+        api_content=json.loads(api_content) if api_content is not None else None,
+        token_count=tokens,
+        turn_id=turn_id,
+        origin_id=origin_id,
+        active=bool(active),
+        compacted=bool(compacted),
+        created_at=created_at,
+    )
+
+
+def search_text(content: str | None, calls: str | None) -> str:
+    """The text a row contributes to the indexes, before the cap (mirrors the SQL)."""
+    text = content or ""
+    if calls:
+        pieces = []
+        for call in json.loads(calls):
+            function = call.get("function") or {}
+            pieces.append(f"{function.get('name', '')} {function.get('arguments', '')}")
+        text += "\n" + "\n".join(pieces)
+    return text
+
+
+def usage_from_row(row: tuple[Any, ...]) -> UsageRecord:
+    sid, turn_id, inp, out, cread, cwrite, reasoning, model, created_at = row
+    return UsageRecord(
+        session_id=sid,
+        turn_id=turn_id,
+        usage=Usage(
+            input_tokens=inp,
+            output_tokens=out,
+            cache_read_tokens=cread,
+            cache_write_tokens=cwrite,
+            reasoning_tokens=reasoning,
+            model=model,
+        ),
+        created_at=created_at,
+    )
+
+
+PREFIX_COLUMNS = (
+    "session_id, request_index, request_hash, request_tokens, shared_prefix_hash, "
+    "shared_prefix_tokens, previous_tokens, break_reason, provider_cached_tokens, created_at"
+)
+
+
+def prefix_from_row(row: tuple[Any, ...]) -> PrefixEntry:
+    names = [name.strip() for name in PREFIX_COLUMNS.split(",")]
+    return PrefixEntry.model_validate(dict(zip(names, row, strict=True)))
+
+
+EVENT_COLUMNS = (
+    "session_id, engine, backend, tokens_before, tokens_after, summarizer, fallback, detail, "
+    "created_at"
+)
+
+
+def event_from_row(row: tuple[Any, ...]) -> CompactionEvent:
+    sid, engine, backend, before, after, summarizer, fallback, detail, created_at = row
+    return CompactionEvent(
+        session_id=sid,
+        engine=engine,
+        backend=backend,
+        tokens_before=before,
+        tokens_after=after,
+        summarizer=summarizer,
+        fallback=bool(fallback),
+        detail=json.loads(detail),
+        created_at=created_at,
+    )

@@ -1,0 +1,80 @@
+"""Settings loading and the effective compression threshold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hermes_core.config import load_settings, settings_from
+from hermes_core.thresholds import effective_threshold
+from hermes_hookspecs import ConfigError
+
+
+def test_toml_file_and_env_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "hermes.toml"
+    path.write_text('[compression]\ntail = "legacy"\nthreshold = 0.6\n', encoding="utf-8")
+    env = {"HERMES_CORE__COMPRESSION__THRESHOLD": "0.7", "HERMES_CORE_BLOCK_PLUGINS": "a, b"}
+    settings = load_settings(path, environ=env)
+    assert settings.compression.tail == "legacy"
+    assert settings.compression.threshold == 0.7
+    assert settings.plugins.block == ["a", "b"]
+
+
+def test_unknown_key_names_the_key_and_value(tmp_path: Path) -> None:
+    path = tmp_path / "hermes.toml"
+    path.write_text("[compression]\ntreshold = 0.6\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    assert "compression.treshold" in str(info.value) and "0.6" in str(info.value)
+
+
+def test_bad_value_names_key_value_and_expectation() -> None:
+    with pytest.raises(ConfigError) as info:
+        settings_from({"compression": {"threshold": 1.5}})
+    text = str(info.value)
+    assert "compression.threshold" in text and "1.5" in text and "less than or equal" in text
+
+
+def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(tmp_path / "nope.toml", environ={})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[compression\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(bad, environ={})
+
+
+def test_threshold_floor_for_small_windows() -> None:
+    report = effective_threshold(settings_from({}), model="gpt-4o", context_length=200_000)
+    assert report.floor_applied and report.ratio == 0.75
+    big = effective_threshold(settings_from({}), model="gpt-4.1", context_length=1_000_000)
+    assert not big.floor_applied and big.ratio == 0.5
+
+
+def test_model_thresholds_longest_match_wins_and_floor_never_lowers() -> None:
+    s = settings_from({"compression": {"model_thresholds": {"gpt": 0.6, "gpt-4.1": 0.9}}})
+    report = effective_threshold(s, model="openai/gpt-4.1-mini", context_length=1_000_000)
+    assert report.matched_model_key == "gpt-4.1" and report.ratio == 0.9
+    small = effective_threshold(s, model="gpt-4.1", context_length=100_000)
+    assert small.ratio == 0.9  # above the floor: unchanged
+
+
+def test_threshold_tokens_caps_and_summarizer_clamps() -> None:
+    s = settings_from({"compression": {"threshold_tokens": 50_000}})
+    report = effective_threshold(s, model="m", context_length=200_000)
+    assert report.threshold_tokens == 50_000 and report.capped_by_threshold_tokens
+    clamped = effective_threshold(
+        settings_from({}), model="m", context_length=200_000, summarizer_window=32_000
+    )
+    assert clamped.clamped_by_summarizer
+    assert clamped.threshold_tokens == 32_000 - 4_000 - 2_000
+    with pytest.raises(ConfigError, match="too small"):
+        effective_threshold(settings_from({}), model="m", summarizer_window=8_000)
+
+
+def test_reserved_output_comes_off_the_window() -> None:
+    s = settings_from({"model": {"max_output_tokens": 10_000}})
+    report = effective_threshold(s, model="m", context_length=100_000)
+    assert report.usable_window == 90_000
+    assert report.threshold_tokens == int(90_000 * 0.75)
