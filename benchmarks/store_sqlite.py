@@ -283,13 +283,15 @@ def _handover_child(path: str, sid: str, name: str, rounds: int, hold: float) ->
     store = SqliteSessionStore(path)
     holder = LeaseHolder(name=name)
     events: list[dict[str, float]] = []
-    for _ in range(rounds):
+    for turn in range(rounds):
         grant = store.acquire_lease(sid, holder, ttl=30, timeout=30)
         got = time.time()
         time.sleep(hold)
         store.release_lease(grant)
         released = time.time()
         events.append({"token": grant.token, "acquired": got, "released": released})
+        if turn == rounds - 1:
+            break
         deadline = time.monotonic() + 30  # let the other side take its turn first
         while time.monotonic() < deadline:
             current = store.current_lease(sid)

@@ -92,6 +92,9 @@ class CompressionRequest(BaseModel):
     previous_summary: HandoffSummary | None = None
     compression_index: int = 1
     system_tokens: int = 0
+    #: the session's frozen tool schemas; sent with the summary request when
+    #: ``summary_prefix_reuse`` is on so the provider's cached prefix matches
+    tools: list[dict[str, Any]] | None = None
 
 
 class CompressionResult(BaseModel):
@@ -240,6 +243,8 @@ class SummaryRequest(BaseModel):
     model: str = ""
     max_output_tokens: int = 4000
     prefix_messages: list[Message] | None = None
+    #: tool schemas sent with ``prefix_messages`` (part of the cached prefix)
+    prefix_tools: list[dict[str, Any]] | None = None
     recovery_ids: list[int | None] = Field(default_factory=list)
 
 

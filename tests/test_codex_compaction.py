@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, RecordedRequest, Reply
 from hermes_hookspecs import (
     CompactionBackendError,
     ConfigError,
@@ -52,6 +50,8 @@ from hermes_plugin_codex_compaction import (
 )
 from hermes_plugin_codex_compaction.binary import BINARY_ENV_VAR
 
+from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, RecordedRequest, Reply
+
 #: Request keys Codex 0.171 sends that the openai package's TypedDicts do not declare.
 CODEX_EXTRA_REQUEST_KEYS = frozenset({"client_metadata", "input.id", "tools.search_content_types"})
 API_KEY = "sk-hermes-codex-test"
@@ -65,11 +65,12 @@ FIRST_ANSWER = "FIRST-ANSWER-91c2"
 @pytest.fixture(scope="module")
 def codex_bin() -> Path:
     try:
-        return find_codex_binary()
+        found: Path = find_codex_binary()
     except CodexBinaryNotFoundError as err:
         if os.environ.get(BINARY_ENV_VAR):
             raise  # an explicit but wrong HERMES_CODEX_BIN is an error, not a skip
         pytest.skip(f"codex binary not available: {err}")
+    return found
 
 
 @pytest.fixture
@@ -128,7 +129,7 @@ def stored(session_id: str, texts: list[tuple[str, str]]) -> list[StoredMessage]
             id=i + 1,
             session_id=session_id,
             position=i,
-            message=Message(role=role, content=text),  # type: ignore[arg-type]
+            message=Message.model_validate({"role": role, "content": text}),
             created_at=time.time(),
         )
         for i, (role, text) in enumerate(texts)
@@ -284,6 +285,38 @@ def test_backend_resumes_thread_in_its_own_process_and_compacts(
     assert any(SUMMARY in t for _, t in texts) and not any(FIRST_ANSWER in t for _, t in texts)
 
 
+@pytest.mark.codex
+def test_provider_named_openai_uses_remote_compaction_items(
+    codex_bin: Path, tmp_path: Path
+) -> None:
+    """A provider named exactly ``OpenAI`` sends ``compaction_trigger`` and resends the item."""
+    allowed = CODEX_EXTRA_REQUEST_KEYS | {"input.internal_chat_message_metadata_passthrough"}
+    with FakeOpenAIServer(api_key=API_KEY, allowed_unknown_request_keys=allowed) as fake:
+        runtime = CodexRuntimeConfig(provider=CodexProvider(name="OpenAI", base_url=fake.base_url))
+        with CodexAppServer(launch_settings(tmp_path, codex_bin), runtime=runtime) as app:
+            thread = app.start_thread(cwd=str(tmp_path))
+            fake.script("responses", Reply(text=FIRST_ANSWER))
+            app.run_turn(thread.id, "hello")
+
+            fake.script("responses", Reply(text="a summary, but no compaction item"))
+            bad = app.compact_thread(thread.id, timeout=60)
+            assert bad.status == "failed" and bad.error_message is not None
+            assert "expected exactly one compaction output item" in bad.error_message
+
+            item = {"id": "cmp_1", "type": "compaction", "encrypted_content": "ENC-OPAQUE-1"}
+            fake.script("responses", Reply(output_items=[item]))
+            good = app.compact_thread(thread.id, timeout=60)
+            assert good.ok, good
+            trigger = fake.requests_to("responses")[-1].body["input"][-1]
+            assert trigger == {"type": "compaction_trigger"}
+
+            fake.script("responses", Reply(text="after"))
+            assert app.run_turn(thread.id, "again").text == "after"
+        inputs = fake.requests_to("responses")[-1].body["input"]
+        assert item in inputs
+        assert not any(FIRST_ANSWER in json.dumps(i) for i in inputs)
+
+
 # --------------------------------------------------------------------------- binary missing
 
 
@@ -313,7 +346,7 @@ def test_backend_without_codex_home_is_a_config_error() -> None:
 
 # --------------------------------------------------------------------------- stand-in codex
 
-STAND_IN = r'''
+STAND_IN = r"""
 import json, os, sys
 
 MODE = os.environ["FAKE_CODEX_MODE"]
@@ -370,7 +403,7 @@ for line in sys.stdin:
         send({"id": mid, "result": {}})
         if MODE == "crash":
             os._exit(4)
-'''
+"""
 
 
 @pytest.fixture

@@ -45,10 +45,11 @@ KIND_LABELS: dict[IdentifierKind, str] = {
     "path": "paths",
 }
 _LABEL_KINDS: dict[str, IdentifierKind] = {label: kind for kind, label in KIND_LABELS.items()}
-MAX_ERROR_CHARS = 160
+MAX_ERROR_CHARS = 200
 MAX_VALUE_CHARS = 200
+BRANCH_PREFIXES = frozenset({"feature", "fix", "bugfix", "hotfix", "release", "chore"})
 
-_URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}|,\\]+")
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
 _SLASH_RUN = re.compile(r"/[\w.@+-]+(?:/[\w.@+-]+)*/?")
 _LEFT_RUN = re.compile(r"[\w.~@+-]+")
 _NOT_BEFORE_PATH = frozenset(":/\\<")
@@ -58,8 +59,12 @@ _GIT_WORDS = ("git ", "commit ", "HEAD", "rebase", "cherry-pick")
 _GIT_HINT = re.compile(r"git |commit |HEAD|rebase|cherry-pick")
 _SHA_WINDOW = 8_000
 _SHA = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
-_REF = re.compile(r"#(\d{1,6})(?![\w#;])")
-_EXC = re.compile(r"(?:Error|Exception)\b")
+_REF = re.compile(r"#\d{1,6}(?![\w#;])")
+_REF_WORDS = (
+    ("PR", re.compile(r"PR ?#?\d{1,6}\b")),
+    ("ssue", re.compile(r"[Ii]ssue ?#?\d{1,6}\b")),
+)
+_EXC = re.compile(r"(?:Error|Exception|Warning|Exit)\b")
 _WORD_LEFT = re.compile(r"[A-Za-z0-9_]+")
 _ERROR_HITS = (
     re.compile(r"rror: "),
@@ -79,7 +84,6 @@ _BRANCH_PATTERNS = (
     ("--branch", re.compile(r"--branch[ =]([\w./-]+)")),
 )
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_SPACES = re.compile(r"\s+")
 
 
 def _paths(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
@@ -98,6 +102,8 @@ def _paths(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
         value = value.rstrip(".,")
         if _is_path(value):
             out.append(("path", value))
+        elif value.count("/") == 1 and value.split("/", 1)[0] in BRANCH_PREFIXES:
+            out.append(("branch", value))
 
 
 def _is_path(value: str) -> bool:
@@ -137,7 +143,14 @@ def _refs(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
         start = match.start()
         if start and text[start - 1] not in " \t\n([,":
             continue
-        out.append(("ref", "#" + match.group(1)))
+        out.append(("ref", match.group()))
+    for hint, pattern in _REF_WORDS:
+        if hint in text:
+            for match in pattern.finditer(text):
+                start = match.start()
+                if start and text[start - 1].isalnum():
+                    continue
+                out.append(("ref", match.group()))
 
 
 def _branches(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
@@ -159,16 +172,18 @@ def _exceptions(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
         if left is None:
             continue
         name = left.group()[::-1] + match.group()
-        if name[0].isupper():
+        if name[0].isupper() and len(name) > len(match.group()) + 2:
             out.append(("exception", name))
 
 
 def clean_error_line(line: str) -> str:
-    """An error line as indexed: ANSI stripped, whitespace collapsed, length capped."""
-    line = _SPACES.sub(" ", _ANSI.sub("", line)).strip()
-    if len(line) > MAX_ERROR_CHARS:
-        line = line[: MAX_ERROR_CHARS - 1] + "…"
-    return line
+    """An error line as indexed: ANSI escapes and surrounding blanks removed, length capped.
+
+    Inner whitespace is kept so the line stays a literal substring of the
+    original (search and comparisons find it as is).
+    """
+    line = _ANSI.sub("", line).strip()
+    return line[:MAX_ERROR_CHARS].rstrip()
 
 
 def _errors(text: str, out: list[tuple[IdentifierKind, str]]) -> None:

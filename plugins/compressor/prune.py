@@ -113,9 +113,9 @@ def prune(
     latest: dict[str, int] = {}
     for index, item in enumerate(items):
         message = item.message
-        if message.role == "tool" and isinstance(message.content, str):
-            if len(message.content) >= _DEDUP_MIN_CHARS:
-                latest[message.content] = index
+        content = message.content
+        if message.role == "tool" and isinstance(content, str) and len(content) >= _DEDUP_MIN_CHARS:
+            latest[content] = index
     changed = 0
     for index in range(min(end, len(items))):
         item = items[index]

@@ -1,1 +1,109 @@
-"""hermes-core default plugin: importers."""
+"""hermes-core default plugins: transcript importers, one plugin module per format.
+
+Each module registers one :class:`~hermes_hookspecs.Importer` through its own
+``register_importers`` hookimpl (entry points ``importer_*`` in
+``pyproject.toml``):
+
+========================  ======================================================
+``openai-chat``           :mod:`.openai_chat` (JSON list or ``{"messages": ...}``)
+``claude-code``           :mod:`.claude_code` (Claude Code session JSONL)
+``codex-rollout``         :mod:`.codex_rollout` (Codex CLI rollout JSONL)
+``openhands-events``      :mod:`.openhands_events` (OpenHands ``output.jsonl``)
+``swe-agent``             :mod:`.swe_agent` (SWE-agent ``.traj``)
+========================  ======================================================
+
+This package module holds only pure helpers: :func:`detect_importer` picks
+the importer whose ``sniff`` accepts a file, :func:`load_transcript` loads
+a file with a named or detected importer, :func:`builtin_importers` makes
+fresh instances of the five importers (for tests and tools that do not run
+the plugin manager).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError
+
+from .reading import HEAD_BYTES, read_head
+from .sequence import check_sequence
+
+__all__ = [
+    "builtin_importers",
+    "check_sequence",
+    "detect_importer",
+    "load_transcript",
+    "matching_importers",
+]
+
+
+def builtin_importers() -> list[Importer]:
+    """New instances of the five bundled importers, in a fixed order."""
+    from .claude_code import ClaudeCodeImporter
+    from .codex_rollout import CodexRolloutImporter
+    from .openai_chat import OpenAIChatImporter
+    from .openhands_events import OpenHandsEventsImporter
+    from .swe_agent import SweAgentImporter
+
+    return [
+        OpenAIChatImporter(),
+        ClaudeCodeImporter(),
+        CodexRolloutImporter(),
+        OpenHandsEventsImporter(),
+        SweAgentImporter(),
+    ]
+
+
+def matching_importers(
+    path: Path, importers: Iterable[Importer], head: bytes | None = None
+) -> list[Importer]:
+    """Every importer whose ``sniff`` accepts ``path``.
+
+    :param head: the file's first bytes; read (and un-gzipped) from ``path``
+        when omitted. Importers also accept a raw gzip head.
+    """
+    if head is None:
+        try:
+            head = read_head(path, HEAD_BYTES)
+        except OSError as exc:
+            raise ImportFormatError(f"{path}: cannot read transcript: {exc}") from None
+    return [importer for importer in importers if importer.sniff(path, head)]
+
+
+def detect_importer(
+    path: Path, importers: Sequence[Importer], head: bytes | None = None
+) -> Importer:
+    """The one importer that recognises ``path``.
+
+    :raises ImportFormatError: when no importer, or more than one, accepts it
+        (the message lists the candidates; pass a format name to choose).
+    """
+    path = Path(path)
+    if head is None and path.is_file() and path.stat().st_size == 0:
+        raise ImportFormatError(f"{path}:1: empty file")
+    found = matching_importers(path, importers, head)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        known = ", ".join(sorted(importer.name for importer in importers)) or "(none registered)"
+        raise ImportFormatError(
+            f"{path}:1: no importer recognises this file; known formats: {known}"
+        )
+    names = ", ".join(importer.name for importer in found)
+    raise ImportFormatError(f"{path}: several importers accept this file ({names}); name one")
+
+
+def load_transcript(
+    path: Path, importers: Sequence[Importer], format_name: str | None = None
+) -> list[ImportedConversation]:
+    """Load ``path`` with the importer named ``format_name`` or the detected one."""
+    path = Path(path)
+    if format_name:
+        chosen = next((i for i in importers if i.name == format_name), None)
+        if chosen is None:
+            known = ", ".join(sorted(importer.name for importer in importers))
+            raise ImportFormatError(f"unknown transcript format {format_name!r}; known: {known}")
+    else:
+        chosen = detect_importer(path, importers)
+    return chosen.load(path)

@@ -1,1 +1,29 @@
-"""hermes-core default plugin: postgres_store."""
+"""hermes-core plugin ``postgres_store``: the session store on PostgreSQL.
+
+Selected with ``session.store = "postgres"``; the DSN comes from
+``session.postgres_dsn`` or ``HERMES_CORE_POSTGRES_DSN``. psycopg is imported
+only when the store is opened, so this plugin loads without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hermes_hookspecs import hookimpl
+
+from .connection import require_dsn
+from .leases import holder_is_dead
+from .store import PostgresSessionStore
+
+__all__ = ["PostgresSessionStore", "holder_is_dead", "open_from_settings"]
+
+
+def open_from_settings(settings: Any) -> PostgresSessionStore:
+    """The store for :class:`hermes_core.config.Settings` (``session.postgres_dsn``)."""
+    return PostgresSessionStore(require_dsn(settings.session.postgres_dsn))
+
+
+@hookimpl
+def register_session_stores(register: Callable[[str, Callable[[Any], Any]], None]) -> None:
+    register("postgres", open_from_settings)

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 NOW = "extract(epoch FROM clock_timestamp())::float8"
 
 
-def _late_rows(conn: psycopg.Connection[Any], session_id: str, watermark: int) -> list[StoredMessage]:
+def _late_rows(
+    conn: psycopg.Connection[Any], session_id: str, watermark: int
+) -> list[StoredMessage]:
     rows = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND active AND id > %s "
         "ORDER BY position",
@@ -45,9 +47,7 @@ def _carry(row: StoredMessage) -> NewMessage:
     )
 
 
-def _record_event(
-    conn: psycopg.Connection[Any], event: CompactionEvent, allowed: set[str]
-) -> None:
+def _record_event(conn: psycopg.Connection[Any], event: CompactionEvent, allowed: set[str]) -> None:
     if not isinstance(event, CompactionEvent):
         raise ValidationError(f"event must be a CompactionEvent, got {type(event).__name__}")
     if event.session_id not in allowed:
@@ -148,7 +148,12 @@ def archive_and_compact(
 
     if in_place:
         inserted = insert_messages(
-            conn, session_id, new_active, start_position=next_position, roots=roots, cap=cap,
+            conn,
+            session_id,
+            new_active,
+            start_position=next_position,
+            roots=roots,
+            cap=cap,
             what="new_active",
         )
         base = next_position + len(new_active)
@@ -184,7 +189,12 @@ def archive_and_compact(
     child_id = _create_child(conn, session_id, child, count + 1, len(child_rows))
     child_roots = roots + origin_roots(conn, carried, "carried")
     inserted = insert_messages(
-        conn, child_id, child_rows, start_position=0, roots=child_roots, cap=cap,
+        conn,
+        child_id,
+        child_rows,
+        start_position=0,
+        roots=child_roots,
+        cap=cap,
         what="new_active",
     )
     conn.execute(

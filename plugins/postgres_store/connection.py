@@ -63,7 +63,7 @@ def describe_dsn(dsn: str) -> str:
         from psycopg.conninfo import conninfo_to_dict
 
         parts = conninfo_to_dict(dsn)
-    except Exception:  # noqa: BLE001 - an unparsable DSN is described as such
+    except Exception:  # an unparsable DSN is described as such
         return "<unparsable DSN>"
     parts.pop("password", None)
     shown = " ".join(f"{key}={value}" for key, value in sorted(parts.items()))
@@ -74,14 +74,10 @@ def connect_once(dsn: str, connect_timeout: float) -> psycopg.Connection[Any]:
     """One autocommit connection, with connection failures turned into a StoreError."""
     psycopg, _ = import_psycopg()
     try:
-        return psycopg.connect(
-            dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
-        )
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(
-            f"cannot connect to PostgreSQL ({describe_dsn(dsn)}): {first}"
-        ) from None
+        raise StoreError(f"cannot connect to PostgreSQL ({describe_dsn(dsn)}): {first}") from None
 
 
 def open_pool(
@@ -94,7 +90,7 @@ def open_pool(
     name: str,
 ) -> ConnectionPool[Any]:
     """A started pool of autocommit connections whose ``search_path`` is the store's schema."""
-    psycopg, psycopg_pool = import_psycopg()
+    _, psycopg_pool = import_psycopg()
     if min_size < 0 or max_size < 1 or max_size < min_size:
         raise ConfigError(
             f"postgres pool sizes min_size={min_size!r}, max_size={max_size!r}: "

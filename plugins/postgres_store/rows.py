@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hermes_hookspecs.errors import ValidationError
-from hermes_hookspecs.messages import Message, content_text
+from hermes_hookspecs.messages import Message, Usage, content_text
 from hermes_hookspecs.records import (
     CompactionEvent,
     NewMessage,
@@ -23,7 +23,6 @@ from hermes_hookspecs.records import (
     StoredMessage,
     UsageRecord,
 )
-from hermes_hookspecs.messages import Usage
 
 SESSION_COLUMNS = (
     "id, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at, "
@@ -36,8 +35,23 @@ MESSAGE_COLUMNS = (
 
 
 def session_from_row(row: Sequence[Any]) -> SessionRecord:
-    (sid, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at,
-     updated_at, ended_at, sp_hash, tools_hash, count) = row
+    (
+        sid,
+        title,
+        cwd,
+        goal,
+        routing,
+        model,
+        provider,
+        parent_id,
+        end_reason,
+        created_at,
+        updated_at,
+        ended_at,
+        sp_hash,
+        tools_hash,
+        count,
+    ) = row
     return SessionRecord(
         id=sid,
         title=title,
@@ -58,8 +72,19 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
 
 
 def message_from_row(row: Sequence[Any]) -> StoredMessage:
-    (mid, sid, position, message, api_content, token_count, turn_id, origin_id, active,
-     compacted, created_at) = row
+    (
+        mid,
+        sid,
+        position,
+        message,
+        api_content,
+        token_count,
+        turn_id,
+        origin_id,
+        active,
+        compacted,
+        created_at,
+    ) = row
     return StoredMessage(
         id=mid,
         session_id=sid,

@@ -69,7 +69,9 @@ def snippet(text: str, terms: tuple[str, ...]) -> str:
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
 
 
-def _sql(parsed: ParsedQuery, session_id: str | None, active_only: bool) -> tuple[str, dict[str, Any]]:
+def _sql(
+    parsed: ParsedQuery, session_id: str | None, active_only: bool
+) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {"q": parsed.text, "bonus": SUBSTRING_BONUS}
     subs = []
     for index, term in enumerate(parsed.terms):

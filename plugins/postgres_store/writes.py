@@ -45,7 +45,9 @@ def known_calls(conn: psycopg.Connection[Any], session_id: str, ids: set[str]) -
     return {str(row[0]) for row in rows}
 
 
-def origin_roots(conn: psycopg.Connection[Any], batch: list[NewMessage], what: str) -> list[int | None]:
+def origin_roots(
+    conn: psycopg.Connection[Any], batch: list[NewMessage], what: str
+) -> list[int | None]:
     """The ``origin_root`` of each new message (the first row of its carried-forward chain)."""
     wanted = sorted({new.origin_id for new in batch if new.origin_id is not None})
     roots: dict[int, int] = {}

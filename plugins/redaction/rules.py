@@ -53,7 +53,10 @@ _PASSWORD_KEYS = (
     r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key"
 )
 # values that only refer to a secret, or are placeholders
-_NOT_A_SECRET = r"(?:None|null|nil|true|false|undefined|\*+|x{3,}|\.\.\.|<[^>\s]*>)(?![^\s\"',;])"
+_NOT_A_SECRET = (
+    r"[\"']?(?:None|null|nil|true|false|undefined|\*+|x{3,}|\.\.\.|<[^>\s]*>)[\"']?"
+    r"(?![^\s\"',;)}\]])"
+)
 
 
 def default_rules() -> list[RedactionRule]:

@@ -1,0 +1,561 @@
+"""``PostgresSessionStore``: the session-store contract on PostgreSQL (psycopg 3 + pool).
+
+Every method that writes runs in one transaction on a pooled connection.
+Writers lock the session row (``FOR NO KEY UPDATE``) and the lease row
+(``FOR SHARE``), so the fencing check and the write commit together.
+The store's tables live in one PostgreSQL schema (``hermes`` by default);
+several stores (or test runs) can share a database with different schemas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from hermes_hookspecs.errors import (
+    HermesError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
+from hermes_hookspecs.records import (
+    CompactionCommit,
+    CompactionEvent,
+    LeaseGrant,
+    LeaseHolder,
+    NewMessage,
+    NewSession,
+    PrefixEntry,
+    SearchHit,
+    SessionRecord,
+    StoredMessage,
+    UsageRecord,
+)
+from hermes_hookspecs.store import BlobKind, SessionStore
+
+from . import compaction, leases, search
+from .connection import (
+    check_schema_name,
+    connect_once,
+    describe_dsn,
+    import_psycopg,
+    open_pool,
+    require_dsn,
+)
+from .migrations import ensure_trigram, migrate
+from .rows import (
+    EVENT_COLUMNS,
+    MESSAGE_COLUMNS,
+    PREFIX_COLUMNS,
+    SESSION_COLUMNS,
+    encode_json,
+    event_from_row,
+    message_from_row,
+    prefix_from_row,
+    session_from_row,
+    usage_from_row,
+)
+from .validation import (
+    check_blob_kind,
+    check_count,
+    check_new_session,
+    check_timeout,
+    check_tool_pairing,
+    check_ttl,
+    check_update_fields,
+    coerce_messages,
+)
+from .writes import insert_messages, known_calls, lock_session, origin_roots
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+LOG = logging.getLogger("hermes_plugin_postgres_store")
+NOW = "extract(epoch FROM clock_timestamp())::float8"
+DEFAULT_FTS_CAP = 32_768
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class PostgresSessionStore(SessionStore):
+    """Sessions, messages, search and turn leases in PostgreSQL.
+
+    :param dsn: libpq connection string or URL (``postgresql://user:pw@host/db``).
+    :param min_size: connections the pool keeps open.
+    :param max_size: most connections the pool opens (waiting for a lease
+        holds one connection for the wait).
+    :param schema: PostgreSQL schema holding the tables (created if missing).
+    :param connect_timeout: seconds to wait for a connection.
+    :param fts_index_cap: characters of one message indexed for search.
+    """
+
+    name = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        schema: str = "hermes",
+        connect_timeout: float = 10.0,
+        fts_index_cap: int = DEFAULT_FTS_CAP,
+    ) -> None:
+        self._dsn = require_dsn(dsn)
+        self.schema = check_schema_name(schema)
+        self.fts_index_cap = check_count(fts_index_cap, "fts_index_cap", minimum=1)
+        self._pg, _ = import_psycopg()
+        self.channel = f"hermes_lease_{self.schema}"
+        self._closed = False
+        with connect_once(self._dsn, connect_timeout) as conn:
+            conn.execute(f"SET search_path TO {_quote_ident(self.schema)}")
+            try:
+                migrate(conn, self.schema)
+                trgm_schema, self.search_status = ensure_trigram(conn)
+            except self._pg.Error as exc:
+                raise StoreError(
+                    f"cannot prepare schema {self.schema!r} in PostgreSQL "
+                    f"({describe_dsn(self._dsn)}): {_first_line(exc)}"
+                ) from None
+        #: True when a pg_trgm index serves substring search
+        self.substring_index = trgm_schema is not None
+        if not self.substring_index:
+            LOG.warning("postgres store (schema %r): %s", self.schema, self.search_status)
+        path = [_quote_ident(self.schema)]
+        if trgm_schema and trgm_schema != self.schema:
+            path.append(_quote_ident(trgm_schema))
+        self._pool: ConnectionPool[Any] = open_pool(
+            self._dsn,
+            search_path=", ".join(path),
+            min_size=min_size,
+            max_size=max_size,
+            connect_timeout=connect_timeout,
+            name=f"hermes-postgres-{self.schema}",
+        )
+
+    # -- plumbing -------------------------------------------------------------
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled autocommit connection; driver errors become StoreError."""
+        if self._closed:
+            raise StoreError("the postgres session store is closed")
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except HermesError:
+            raise
+        except self._pg.errors.ForeignKeyViolation as exc:
+            raise NotFoundError(f"a referenced row does not exist: {_first_line(exc)}") from None
+        except self._pg.Error as exc:
+            raise StoreError(f"postgres error: {_first_line(exc)}") from exc
+        except PoolTimeout as exc:
+            raise StoreError(f"no postgres connection available: {exc}") from None
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside one transaction (committed on success)."""
+        with self._conn() as conn, conn.transaction():
+            yield conn
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    def __enter__(self) -> PostgresSessionStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def describe(self) -> dict[str, Any]:
+        """What this store is connected to and which search features it has."""
+        return {
+            "store": self.name,
+            "dsn": describe_dsn(self._dsn),
+            "schema": self.schema,
+            "substring_index": self.substring_index,
+            "search": self.search_status,
+            "fts_index_cap": self.fts_index_cap,
+        }
+
+    # -- sessions ---------------------------------------------------------------
+    def create_session(self, new: NewSession) -> SessionRecord:
+        new = check_new_session(new)
+        sid = new.id or uuid.uuid4().hex
+        routing = encode_json(new.routing, "routing")
+        with self._tx() as conn:
+            if new.parent_id is not None:
+                parent = conn.execute(
+                    "SELECT 1 FROM sessions WHERE id = %s", (new.parent_id,)
+                ).fetchone()
+                if parent is None:
+                    raise ValidationError(
+                        f"parent_id = {new.parent_id!r}: no such session to be the parent"
+                    )
+            row = conn.execute(
+                "INSERT INTO sessions (id, title, cwd, goal, routing, model, provider, parent_id, "
+                f"created_at, updated_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, {NOW}, "
+                f"{NOW}) ON CONFLICT (id) DO NOTHING RETURNING {SESSION_COLUMNS}",
+                (
+                    sid,
+                    new.title,
+                    new.cwd,
+                    new.goal,
+                    routing,
+                    new.model,
+                    new.provider,
+                    new.parent_id,
+                ),
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"session {sid!r} already exists")
+            conn.execute("INSERT INTO leases (session_id) VALUES (%s)", (sid,))
+        return session_from_row(row)
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"session {session_id!r} not found")
+        return session_from_row(row)
+
+    def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionRecord]:
+        check_count(limit, "limit")
+        check_count(offset, "offset")
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions "
+                "ORDER BY updated_at DESC, created_at DESC, id LIMIT %s OFFSET %s",
+                (limit, offset),
+            ).fetchall()
+        return [session_from_row(row) for row in rows]
+
+    def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
+        from psycopg import sql
+
+        check_update_fields(fields)
+        if not fields:
+            return self.get_session(session_id)
+        sets = []
+        values: list[Any] = []
+        for key, value in fields.items():
+            if key == "routing":
+                sets.append(sql.SQL("routing = %s::jsonb"))
+                values.append(encode_json(value, "routing"))
+            else:
+                sets.append(sql.SQL("{} = %s").format(sql.Identifier(key)))
+                values.append(value)
+        sets.append(sql.SQL(f"updated_at = {NOW}"))
+        query = sql.SQL("UPDATE sessions SET {} WHERE id = %s RETURNING {}").format(
+            sql.SQL(", ").join(sets), sql.SQL(SESSION_COLUMNS)
+        )
+        with self._tx() as conn:
+            row = conn.execute(query, [*values, session_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"session {session_id!r} not found")
+        return session_from_row(row)
+
+    def end_session(self, session_id: str, reason: str) -> SessionRecord:
+        if not isinstance(reason, str) or not reason or "\x00" in reason:
+            raise ValidationError(f"end reason must be a non-empty string, got {reason!r}")
+        with self._tx() as conn:
+            row = conn.execute(
+                f"UPDATE sessions SET end_reason = %s, ended_at = {NOW}, updated_at = {NOW} "
+                f"WHERE id = %s RETURNING {SESSION_COLUMNS}",
+                (reason, session_id),
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"session {session_id!r} not found")
+        return session_from_row(row)
+
+    # -- blobs ------------------------------------------------------------------
+    def put_blob(self, kind: BlobKind, text: str) -> str:
+        check_blob_kind(kind)
+        if not isinstance(text, str):
+            raise ValidationError(f"blob text must be a str, got {type(text).__name__}")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(f"blob text is not valid Unicode ({exc.reason})") from None
+        digest = hashlib.sha256(data).hexdigest()
+        with self._tx() as conn:
+            conn.execute(
+                f"INSERT INTO blobs (digest, kind, body, created_at) VALUES (%s, %s, %s, {NOW}) "
+                "ON CONFLICT (digest) DO NOTHING",
+                (digest, kind, data),
+            )
+        return digest
+
+    def get_blob(self, digest: str) -> str:
+        with self._conn() as conn:
+            row = conn.execute("SELECT body FROM blobs WHERE digest = %s", (digest,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no blob stored under digest {digest!r}")
+        return bytes(row[0]).decode("utf-8")
+
+    # -- messages ---------------------------------------------------------------
+    def append_messages(
+        self,
+        session_id: str,
+        messages: list[NewMessage],
+        *,
+        lease: LeaseGrant | None = None,
+    ) -> list[StoredMessage]:
+        batch = coerce_messages(messages, "messages")
+        with self._tx() as conn:
+            next_position, _ = lock_session(conn, session_id)
+            leases.fence(conn, session_id, lease)
+            if not batch:
+                return []
+            check_tool_pairing(batch, lambda ids: known_calls(conn, session_id, ids), "messages")
+            roots = origin_roots(conn, batch, "messages")
+            rows = insert_messages(
+                conn,
+                session_id,
+                batch,
+                start_position=next_position,
+                roots=roots,
+                cap=self.fts_index_cap,
+                what="messages",
+            )
+            conn.execute(
+                f"UPDATE sessions SET next_position = %s, updated_at = {NOW} WHERE id = %s",
+                (next_position + len(batch), session_id),
+            )
+        return [
+            StoredMessage(
+                id=mid,
+                session_id=session_id,
+                position=position,
+                message=new.message,
+                api_content=new.api_content,
+                token_count=new.token_count,
+                turn_id=new.turn_id,
+                origin_id=new.origin_id,
+                active=True,
+                compacted=False,
+                created_at=created_at,
+            )
+            for new, (mid, position, created_at) in zip(batch, rows, strict=True)
+        ]
+
+    def _session_rows(self, where: str, params: tuple[Any, ...], order: str) -> list[StoredMessage]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {where} ORDER BY {order}", params
+            ).fetchall()
+            if (
+                not rows
+                and conn.execute("SELECT 1 FROM sessions WHERE id = %s", (params[0],)).fetchone()
+                is None
+            ):
+                raise NotFoundError(f"session {params[0]!r} not found")
+        return [message_from_row(row) for row in rows]
+
+    def active_messages(self, session_id: str) -> list[StoredMessage]:
+        return self._session_rows("session_id = %s AND active", (session_id,), "position")
+
+    def all_messages(self, session_id: str) -> list[StoredMessage]:
+        return self._session_rows("session_id = %s", (session_id,), "id")
+
+    def get_messages(self, message_ids: list[int]) -> list[StoredMessage]:
+        ids = list(message_ids)
+        for value in ids:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValidationError(f"message ids must be integers, got {value!r}")
+        if not ids:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ANY(%s::bigint[])",
+                (sorted(set(ids)),),
+            ).fetchall()
+        found = {row[0]: message_from_row(row) for row in rows}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise NotFoundError(f"no stored message with id(s) {missing}")
+        return [found[i] for i in ids]
+
+    def message_context(
+        self, message_id: int, before: int = 2, after: int = 2
+    ) -> list[StoredMessage]:
+        check_count(before, "before")
+        check_count(after, "after")
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT session_id FROM messages WHERE id = %s", (message_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no stored message with id {message_id!r}")
+            rows = conn.execute(
+                f"(SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND id < %s "
+                "ORDER BY id DESC LIMIT %s) UNION ALL "
+                f"(SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND id >= %s "
+                "ORDER BY id LIMIT %s)",
+                (row[0], message_id, before, row[0], message_id, after + 1),
+            ).fetchall()
+        return sorted((message_from_row(r) for r in rows), key=lambda m: m.id)
+
+    def archive_and_compact(
+        self,
+        session_id: str,
+        new_active: list[NewMessage],
+        *,
+        watermark: int,
+        lease: LeaseGrant | None = None,
+        in_place: bool = True,
+        child: NewSession | None = None,
+        event: CompactionEvent | None = None,
+    ) -> CompactionCommit:
+        batch = coerce_messages(new_active, "new_active")
+        check_count(watermark, "watermark")
+        with self._tx() as conn:
+            return compaction.archive_and_compact(
+                conn,
+                session_id,
+                batch,
+                watermark=watermark,
+                lease=lease,
+                in_place=bool(in_place),
+                child=child,
+                event=event,
+                cap=self.fts_index_cap,
+            )
+
+    # -- search -----------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        include_compacted: bool = True,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        if not isinstance(query, str):
+            raise ValidationError(f"search query must be a str, got {type(query).__name__}")
+        check_count(limit, "limit")
+        with self._conn() as conn:
+            return search.search(
+                conn,
+                query,
+                session_id=session_id,
+                include_compacted=bool(include_compacted),
+                limit=limit,
+            )
+
+    # -- usage, prefix ledger, compaction events --------------------------------
+    def record_usage(self, record: UsageRecord) -> None:
+        u = record.usage
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO usage_records (session_id, turn_id, input_tokens, output_tokens, "
+                "cache_read_tokens, cache_write_tokens, reasoning_tokens, model, created_at) "
+                f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}))",
+                (
+                    record.session_id,
+                    record.turn_id,
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cache_read_tokens,
+                    u.cache_write_tokens,
+                    u.reasoning_tokens,
+                    u.model,
+                    record.created_at,
+                ),
+            )
+
+    def usage(self, session_id: str) -> list[UsageRecord]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT session_id, turn_id, input_tokens, output_tokens, cache_read_tokens, "
+                "cache_write_tokens, reasoning_tokens, model, created_at FROM usage_records "
+                "WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return [usage_from_row(row) for row in rows]
+
+    def record_prefix(self, entry: PrefixEntry) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                f"INSERT INTO prefix_ledger ({PREFIX_COLUMNS}) VALUES "
+                f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}))",
+                (
+                    entry.session_id,
+                    entry.request_index,
+                    entry.request_hash,
+                    entry.request_tokens,
+                    entry.shared_prefix_hash,
+                    entry.shared_prefix_tokens,
+                    entry.previous_tokens,
+                    entry.break_reason,
+                    entry.provider_cached_tokens,
+                    entry.created_at,
+                ),
+            )
+
+    def prefix_entries(self, session_id: str) -> list[PrefixEntry]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {PREFIX_COLUMNS} FROM prefix_ledger WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return [prefix_from_row(row) for row in rows]
+
+    def compaction_events(self, session_id: str) -> list[CompactionEvent]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM compaction_events WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return [event_from_row(row) for row in rows]
+
+    # -- turn leases --------------------------------------------------------------
+    def acquire_lease(
+        self,
+        session_id: str,
+        holder: LeaseHolder,
+        ttl: float,
+        *,
+        timeout: float | None = None,
+    ) -> LeaseGrant:
+        if not isinstance(holder, LeaseHolder):
+            raise ValidationError(f"holder must be a LeaseHolder, got {type(holder).__name__}")
+        ttl = check_ttl(ttl)
+        wait = check_timeout(timeout)
+        with self._conn() as conn:
+            if wait is None:
+                grant, row = leases.try_grant(conn, session_id, holder, ttl)
+                if grant is None:
+                    raise leases.LeaseBusy(f"session {session_id!r} lease is {row.describe()}")
+                return grant
+            return leases.wait_for_grant(conn, self.channel, session_id, holder, ttl, wait)
+
+    def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant:
+        ttl = check_ttl(ttl)
+        with self._conn() as conn:
+            return leases.renew(conn, lease, ttl)
+
+    def release_lease(self, lease: LeaseGrant) -> None:
+        with self._conn() as conn:
+            leases.release(conn, self.channel, lease)
+
+    def current_lease(self, session_id: str) -> LeaseGrant | None:
+        with self._conn() as conn:
+            return leases.current(conn, session_id)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
