@@ -95,6 +95,9 @@ class CompressionRequest(BaseModel):
     #: the session's frozen tool schemas; sent with the summary request when
     #: ``summary_prefix_reuse`` is on so the provider's cached prefix matches
     tools: list[dict[str, Any]] | None = None
+    #: the frozen system prompt text, likewise sent first with the prefix
+    #: (None: not known; prefix reuse then starts at the first message)
+    system_prompt: str | None = None
 
 
 class CompressionResult(BaseModel):

@@ -26,6 +26,11 @@ from typing import Any
 import pytest
 from hermes_hookspecs import (
     CompactionBackendError,
+    CompressionRequest,
+    CompressionResult,
+    ContextEngine,
+    NewMessage,
+    hookimpl,
     ConfigError,
     Message,
     ProviderCompactionRequest,
@@ -315,6 +320,96 @@ def test_provider_named_openai_uses_remote_compaction_items(
         inputs = fake.requests_to("responses")[-1].body["input"]
         assert item in inputs
         assert not any(FIRST_ANSWER in json.dumps(i) for i in inputs)
+
+
+class KeepLastUserTurn(ContextEngine):
+    """A stand-in local engine for the fallback path: keeps the last user turn."""
+
+    name = "keep-last-user-turn"
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        rows = request.messages
+        start = max(i for i, r in enumerate(rows) if r.message.role == "user")
+        kept = [NewMessage(message=r.message, origin_id=r.id) for r in rows[start:]]
+        return CompressionResult(status="compressed", engine=self.name, messages=kept)
+
+
+class LocalEnginePlugin:
+    @hookimpl
+    def register_context_engines(self, register: Any) -> None:
+        register(KeepLastUserTurn())
+
+
+@pytest.mark.codex
+def test_host_compacts_through_codex_and_falls_back_to_local(
+    codex_bin: Path, fake: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    import hermes_plugin_codex_compaction
+    import hermes_plugin_sqlite_store.plugin
+    import hermes_plugin_tiktoken_counter
+
+    from hermes_core.config import settings_from
+    from hermes_core.host import Hermes
+
+    launch = launch_settings(tmp_path, codex_bin)
+    with CodexAppServer(launch, runtime=runtime_for(fake)) as app:
+        thread = app.start_thread(cwd=str(tmp_path))
+        fake.script("responses", Reply(text=FIRST_ANSWER))
+        app.run_turn(thread.id, "hello there")
+    codex_settings = {
+        "codex_home": str(launch.codex_home),
+        "home": str(launch.home),
+        "binary": str(codex_bin),
+        "env": {"HERMES_CODEX_API_KEY": API_KEY},
+        "timeout_s": 60,
+    }
+    settings = settings_from(
+        {
+            "plugins": {"autoload": False},
+            "session": {"path": str(tmp_path / "sessions.db")},
+            "memory": {"home": str(tmp_path / "memory")},
+            "compression": {"engine": KeepLastUserTurn.name},
+            "compaction": {"backend": "codex", "codex": codex_settings},
+        }
+    )
+    plugins = (
+        hermes_plugin_sqlite_store.plugin,
+        hermes_plugin_tiktoken_counter,
+        hermes_plugin_codex_compaction,
+        LocalEnginePlugin(),
+    )
+    host = Hermes(settings, plugins=plugins, load_entrypoints=False)
+    try:
+        sess = host.new_session(routing={"runtime": "codex", "codex_thread_id": thread.id})
+        with sess.turn() as turn:
+            turn.prepare("hello there")
+            turn.record_response({"role": "assistant", "content": FIRST_ANSWER})
+            turn.commit()
+
+        fake.script("responses", Reply(text=SUMMARY))
+        done = sess.compress()
+        assert (done.status, done.backend, done.engine) == ("compressed", "codex", "codex")
+        (marker,) = sess.active_messages()
+        assert marker.message.kind == "compaction"
+        assert sess.record.routing["codex_thread_id"] == thread.id
+        assert sess.record.routing["codex_compactions"] == 1
+        (event,) = host.store().compaction_events(sess.id)
+        assert event.backend == "codex"
+        (hit,) = sess.search(FIRST_ANSWER)
+        assert hit.compacted and not hit.active
+
+        with sess.turn() as turn:
+            turn.prepare("more")
+            turn.record_response({"role": "assistant", "content": "second answer"})
+            turn.commit()
+        fake.script("responses", ErrorReply(status=500))
+        fallback = sess.compress()
+        assert (fallback.backend, fallback.engine) == ("local", KeepLastUserTurn.name)
+        assert any("compaction backend 'codex' failed" in note for note in fallback.notes)
+        assert thread.id in " ".join(fallback.notes)
+        assert sess.record.routing["codex_compactions"] == 1
+    finally:
+        host.close()
 
 
 # --------------------------------------------------------------------------- binary missing

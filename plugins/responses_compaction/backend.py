@@ -22,8 +22,6 @@ import fnmatch
 from collections.abc import Callable
 from typing import Any
 
-from hermes_core.config import Settings
-from hermes_core.thresholds import effective_threshold
 from hermes_hookspecs import (
     CompactionBackend,
     NewMessage,
@@ -32,6 +30,9 @@ from hermes_hookspecs import (
     SessionRecord,
     StoredMessage,
 )
+
+from hermes_core.config import Settings
+from hermes_core.thresholds import effective_threshold
 
 from .client import post_compact
 from .errors import ResponsesCompactionError
@@ -119,7 +120,11 @@ class ResponsesCompactionBackend(CompactionBackend):
         cfg = parse_settings(settings)
         if cfg.route != "inline" or ineligibility_reason(session, model, cfg) is not None:
             return {}
-        return {"context_management": [{"type": "compaction", "compact_threshold": self.threshold(model, cfg)}]}
+        return {
+            "context_management": [
+                {"type": "compaction", "compact_threshold": self.threshold(model, cfg)}
+            ]
+        }
 
     def compact(self, request: ProviderCompactionRequest) -> ProviderCompactionResult:
         cfg = parse_settings(request.settings)
@@ -127,10 +132,14 @@ class ResponsesCompactionBackend(CompactionBackend):
         model = request.model or session.model
         reason = ineligibility_reason(session, model, cfg)
         if reason is not None:
-            raise ResponsesCompactionError("config", f"session {session.id} is not eligible: {reason}")
+            raise ResponsesCompactionError(
+                "config", f"session {session.id} is not eligible: {reason}"
+            )
         rows = list(request.messages)
         if not rows:
-            raise ResponsesCompactionError("unsupported", f"session {session.id} has no messages to compact")
+            raise ResponsesCompactionError(
+                "unsupported", f"session {session.id} has no messages to compact"
+            )
         if cfg.route == "inline":
             pruned = self._prune_inline(rows, cfg)
             if pruned is not None:
@@ -156,7 +165,12 @@ class ResponsesCompactionBackend(CompactionBackend):
                 messages=_carry(kept),
                 tokens_before=sum(row.token_count or 0 for row in rows),
                 tokens_after=sum(row.token_count or 0 for row in kept),
-                detail={"route": "inline", "action": "pruned", "archived": index, "kept": len(kept)},
+                detail={
+                    "route": "inline",
+                    "action": "pruned",
+                    "archived": index,
+                    "kept": len(kept),
+                },
             )
         if not cfg.inline_backstop:
             where = "no compaction item is recorded" if index is None else "nothing precedes it"
@@ -176,7 +190,11 @@ class ResponsesCompactionBackend(CompactionBackend):
         body: dict[str, Any] = {"model": model}
         previous = session.routing.get(ROUTING_PREVIOUS_RESPONSE)
         source = "input"
-        if cfg.source in ("previous_response_id", "auto") and isinstance(previous, str) and previous:
+        if (
+            cfg.source in ("previous_response_id", "auto")
+            and isinstance(previous, str)
+            and previous
+        ):
             body["previous_response_id"] = previous
             source = "previous_response_id"
         elif cfg.source == "previous_response_id":

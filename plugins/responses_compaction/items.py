@@ -20,8 +20,9 @@ import json
 from collections import defaultdict, deque
 from typing import Any
 
-from hermes_core.requests import message_to_response_items
 from hermes_hookspecs import Message, NewMessage, StoredMessage, ToolCall, ToolFunction
+
+from hermes_core.requests import message_to_response_items
 
 from .client import COMPACTION_ITEM_TYPE, check_compaction_item
 from .errors import ResponsesCompactionError
@@ -101,9 +102,11 @@ def item_key(item: dict[str, Any]) -> str:
     kind = item.get("type", "message")
     if kind == "message":
         content = item.get("content")
-        parts = [["text", content]] if isinstance(content, str) else [
-            _part_key(part) for part in content or []
-        ]
+        parts = (
+            [["text", content]]
+            if isinstance(content, str)
+            else [_part_key(part) for part in content or []]
+        )
         return json.dumps(["message", item.get("role"), parts], sort_keys=True)
     rest = {k: v for k, v in item.items() if k not in _SERVER_KEYS}
     return json.dumps(rest, sort_keys=True)

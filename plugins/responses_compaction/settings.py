@@ -47,9 +47,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from hermes_hookspecs import ConfigError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SECTION = "compaction.responses"
 
@@ -109,7 +108,9 @@ class ResponsesCompactionSettings(BaseModel):
             return ""
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"expected an http(s) URL such as https://api.openai.com/v1, got {value!r}")
+            raise ValueError(
+                f"expected an http(s) URL such as https://api.openai.com/v1, got {value!r}"
+            )
         return value.rstrip("/")
 
     @field_validator("models")
@@ -145,7 +146,9 @@ def _describe(error: ValidationError) -> str:
     return f"invalid [{SECTION}] settings: " + "; ".join(problems) + f" (known keys: {known})"
 
 
-def parse_settings(data: Mapping[str, Any] | ResponsesCompactionSettings | None) -> ResponsesCompactionSettings:
+def parse_settings(
+    data: Mapping[str, Any] | ResponsesCompactionSettings | None,
+) -> ResponsesCompactionSettings:
     """Validate the ``[compaction.responses]`` table (a ConfigError names every bad key)."""
     if isinstance(data, ResponsesCompactionSettings):
         return data

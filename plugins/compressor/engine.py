@@ -1,0 +1,529 @@
+"""``ContextCompressor``: the default context engine (``compression.engine = "compressor"``).
+
+``compress`` runs four phases over the session's active view (the frozen
+system prompt is not part of it; leading ``system`` messages, if any, are
+kept as they are):
+
+1. **Cut points first.** Messages are grouped so that an assistant message
+   and the tool results right after it form one group; every cut happens at a
+   group start, so a tool call is never separated from its results (parallel
+   calls included). The *head* is the first ``protect_first_n`` messages on
+   the first compression; the protection decays by one per later compression
+   (``protect_first_n - (compression_index - 1)``, never below 0) and never
+   reaches past a previous summary. The *tail* comes from the configured tail
+   strategy (``legacy`` or ``lean``) and always starts after the previous
+   summary. Everything between is the *middle*.
+2. **Prune** (:mod:`.prune`) every non-system message before the tail:
+   duplicate tool results collapse to the latest copy, long tool results become
+   a one-line placeholder with a ``message id N`` recovery pointer, long
+   tool-call arguments are cut.
+3. **Summarize** the middle with the configured summarizer (input bounded by
+   ``summary_input_tokens``; chunked when the tail strategy asks for a digest;
+   the previous summary is updated, not restarted; ``insights`` and ``focus``
+   go into the request). With ``summary_prefix_reuse`` the request carries the
+   conversation's own prefix instead (when it fits the summarizer's window).
+4. **Reassemble and repair:** head, provider compaction items (opaque, always
+   carried), the summary, the last real user message when it was in the
+   middle, then the tail. The summary is a typed record:
+   ``Message(role="user", kind="summary", summary=HandoffSummary(...),
+   content=summary.render())`` - fenced by explicit begin/end markers and
+   marked reference-only.
+
+**Repair rule** (:mod:`.repair`), applied to the reassembled list:
+
+* orphan tool results are removed: a tool message survives only right after
+  the assistant message whose call it answers (nothing but tool messages in
+  between), once per call;
+* an assistant tool call without a result gets a stub tool result saying the
+  result was compacted, with ``message id N`` of the original result when the
+  input had one - except for an assistant message that ends the list (only
+  its own tool results after it): those calls are in flight and stay as they
+  are;
+* at least one real user turn survives: the last real user message of the
+  input is always in the output (head, tail, or carried after the summary);
+* the output must be strictly smaller (tokens) than the input, else the
+  result is ``aborted`` and nothing changes.
+
+**Failure policy.** A :class:`SummarizerError` whose kind aborts (network,
+auth, quota, truncated, empty, refused) aborts the compression and leaves the
+session exactly as it was. Other failures use ``fallback_summarizer``
+(deterministic) unless ``abort_on_summary_failure`` is set (ignored for a
+manual compress). Every failure starts a cooldown that doubles with each
+consecutive failure; a circuit breaker opens after ``breaker_after``
+ineffective compressions in a row (see :mod:`.session_state`). A manual
+compress bypasses both.
+
+``select_context`` returns the repaired view when the messages about to be
+sent break the tool-pair rules, and ``None`` (send as is) otherwise.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from hermes_hookspecs import (
+    CompressionRequest,
+    CompressionResult,
+    CompressionSettings,
+    ContextEngine,
+    EngineHost,
+    EngineStatus,
+    HandoffSummary,
+    HermesError,
+    Message,
+    SelectRequest,
+    Summarizer,
+    SummarizerError,
+    SummaryRequest,
+    SummaryResult,
+    TailPlan,
+    TailRequest,
+    Usage,
+)
+
+from .groups import group_starts, snap_back, snap_forward
+from .items import Item
+from .prune import prune
+from .repair import plan_repair, stub_message
+from .session_state import SessionState
+from .summary_input import SummaryInput, build_summary_input
+
+#: tokens kept free in the summarizer's window for its instructions
+SUMMARY_PROMPT_OVERHEAD = 2_000
+
+
+class _Aborted(Exception):
+    """Internal: stop with an ``aborted`` result (the message is the reason)."""
+
+
+class _Skipped(Exception):
+    """Internal: stop with a ``skipped`` result (nothing to do)."""
+
+
+class ContextCompressor(ContextEngine):
+    """Head + structured summary + tail, with pruning, repair and a failure policy."""
+
+    name = "compressor"
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sessions: dict[str, SessionState] = {}
+
+    # -- state -----------------------------------------------------------------
+    def _state(self, session_id: str) -> SessionState:
+        with self._lock:
+            state = self._sessions.get(session_id)
+            if state is None:
+                state = self._sessions[session_id] = SessionState()
+            return state
+
+    def _host(self) -> EngineHost:
+        if self.host is None:
+            raise HermesError("the compressor engine is not bound: call engine.bind(host) first")
+        return self.host
+
+    def update_usage(self, session_id: str, usage: Usage) -> None:
+        """Remember the provider's real prompt size (input tokens, cached ones included)."""
+        self._state(session_id).last_prompt_tokens = usage.input_tokens
+
+    def should_compress(self, session_id: str, prompt_tokens: int, threshold_tokens: int) -> bool:
+        """Due at the threshold, unless in cooldown or the circuit breaker is open."""
+        state = self._state(session_id)
+        if state.circuit_open or state.in_cooldown(self._clock()):
+            return False
+        return prompt_tokens >= threshold_tokens
+
+    def status(self, session_id: str, threshold_tokens: int) -> EngineStatus:
+        return self._state(session_id).status(self.name, threshold_tokens)
+
+    def select_context(self, request: SelectRequest) -> list[Message] | None:
+        """The repaired view when ``request.messages`` breaks the tool-pair rules, else None."""
+        plan = plan_repair(request.messages)
+        if not plan.changes:
+            return None
+        out: list[Message] = []
+        for index, message in enumerate(request.messages):
+            if index not in plan.drop:
+                out.append(message)
+            out.extend(stub_message(call, None) for call in plan.stubs_after.get(index, ()))
+        return out
+
+    # -- compress --------------------------------------------------------------
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        state = self._state(request.session_id)
+        now = self._clock()
+        if not request.manual:
+            if state.circuit_open:
+                return self._skip(
+                    state,
+                    f"circuit breaker open after {state.ineffective_streak} ineffective "
+                    "compressions; run a manual compress",
+                )
+            if state.in_cooldown(now):
+                left = (state.cooldown_until or now) - now
+                return self._skip(
+                    state, f"cooldown after a summary failure ({left:.0f}s left); manual bypasses"
+                )
+        host = self._host()
+        work = _Work(self, request, host, state)
+        try:
+            result = work.run()
+        except _Skipped as stop:
+            return self._skip(state, str(stop))
+        except _Aborted as stop:
+            result = CompressionResult(
+                status="aborted",
+                engine=self.name,
+                tokens_before=work.tokens_before,
+                tokens_after=work.tokens_before,
+                reason=str(stop),
+                summarizer=work.summarizer_used,
+                notes=work.notes,
+            )
+        state.last_status = result.status
+        state.last_reason = result.reason
+        if result.status == "compressed":
+            state.compressions += 1
+            state.last_tokens_before = result.tokens_before
+            state.last_tokens_after = result.tokens_after
+            state.last_summarizer = result.summarizer
+            state.last_fallback_used = result.fallback_used
+            if result.summary_usage is not None:
+                state.last_summary_usage = result.summary_usage.model_dump()
+            state.record_effect(result.tokens_before, result.tokens_after, request.settings)
+        elif work.not_smaller:
+            state.record_effect(work.tokens_before, work.tokens_before, request.settings)
+        return result
+
+    def _skip(self, state: SessionState, reason: str) -> CompressionResult:
+        state.last_status = "skipped"
+        state.last_reason = reason
+        return CompressionResult(status="skipped", engine=self.name, reason=reason)
+
+
+class _Work:
+    """One compression run (kept off the engine so runs never share scratch state)."""
+
+    def __init__(
+        self,
+        engine: ContextCompressor,
+        request: CompressionRequest,
+        host: EngineHost,
+        state: SessionState,
+    ) -> None:
+        self.engine = engine
+        self.request = request
+        self.settings: CompressionSettings = request.settings
+        self.host = host
+        self.state = state
+        self.notes: list[str] = []
+        self.summarizer_used = ""
+        self.tokens_before = 0
+        self.not_smaller = False
+        self.fallback_used = False
+        self.usage: Usage | None = None
+
+    def count(self, message: Message) -> int:
+        return self.host.count_message(message)
+
+    # -- phases ------------------------------------------------------------------
+    def run(self) -> CompressionResult:
+        request, settings = self.request, self.settings
+        items = [
+            Item(
+                message=row.message,
+                tokens=row.token_count if row.token_count is not None else self.count(row.message),
+                stored=row,
+            )
+            for row in request.messages
+        ]
+        self.tokens_before = sum(item.tokens for item in items)
+        leading = 0
+        while leading < len(items) and items[leading].message.role == "system":
+            leading += 1
+        system, body = items[:leading], items[leading:]
+        if not body:
+            raise _Skipped("nothing to compress: the active view is empty")
+
+        # 1. cut points
+        starts = group_starts([item.message for item in body])
+        summary_positions = [i for i, it in enumerate(body) if it.message.kind == "summary"]
+        protect = max(0, settings.protect_first_n - (request.compression_index - 1))
+        head_limit = summary_positions[0] if summary_positions else len(body)
+        head_end = min(protect, head_limit)
+        if head_end:
+            head_end = min(snap_forward(starts, head_end, len(body)), head_limit)
+        rest = body[head_end:]
+        plan = self._tail_plan(rest)
+        rest_starts = [s - head_end for s in starts if s >= head_end]
+        tail_start = snap_back(rest_starts, min(max(plan.tail_start, 0), len(rest)))
+        last_summary = max((p - head_end for p in summary_positions if p >= head_end), default=-1)
+        if tail_start <= last_summary:
+            tail_start = snap_forward(rest_starts, last_summary + 1, len(rest))
+        middle, tail = rest[:tail_start], rest[tail_start:]
+        if not any(it.message.kind == "message" for it in middle):
+            raise _Skipped(
+                f"nothing to compress: the tail strategy {settings.tail!r} keeps every message "
+                "after the head"
+            )
+        self.notes.extend(plan.notes)
+
+        # carried verbatim: provider compaction items and the last real user message
+        carried_items = [it for it in middle if it.message.kind == "compaction"]
+        last_user = next((it for it in reversed(body) if it.is_real_user), None)
+        carry_user = last_user is not None and any(it is last_user for it in middle)
+
+        # 2. prune everything before the tail (system messages untouched)
+        pruned_view = [*body[:head_end], *middle, *tail]
+        if prune(pruned_view, head_end + len(middle), settings, self.count):
+            self.notes.append("pruned old tool output before the tail")
+
+        # 3. summarize
+        previous = request.previous_summary or next(
+            (
+                it.message.summary
+                for it in reversed(middle)
+                if it.message.kind == "summary" and it.message.summary is not None
+            ),
+            None,
+        )
+        to_summarize = [it for it in middle if it.message.kind == "message"]
+        summary, result = self._summarize(to_summarize, previous, plan)
+        summary_message = Message(
+            role="user", kind="summary", summary=summary, content=summary.render()
+        )
+
+        # 4. reassemble and repair
+        out: list[Item] = [*system, *body[:head_end], *carried_items]
+        out.append(Item(message=summary_message, tokens=self.count(summary_message)))
+        if carry_user and last_user is not None:
+            out.append(last_user)
+        out.extend(tail)
+        out = self._repair(out, items)
+        tokens_after = sum(item.tokens for item in out)
+        if tokens_after >= self.tokens_before:
+            self.not_smaller = True
+            raise _Aborted(
+                f"result would not be smaller ({tokens_after} >= {self.tokens_before} tokens); "
+                "session left unchanged"
+            )
+        return CompressionResult(
+            status="compressed",
+            engine=self.engine.name,
+            messages=[item.to_new() for item in out],
+            summary=summary,
+            tokens_before=self.tokens_before,
+            tokens_after=tokens_after,
+            summarizer=result.summarizer,
+            fallback_used=self.fallback_used,
+            notes=self.notes,
+            summary_usage=self.usage,
+        )
+
+    def _tail_plan(self, rest: Sequence[Item]) -> TailPlan:
+        strategy = self.host.tail_strategy(self.settings.tail)
+        stored = [it.stored for it in rest if it.stored is not None]
+        if len(stored) != len(rest):
+            raise HermesError("internal: every message of the view must come from a stored row")
+        return strategy.plan(
+            TailRequest(
+                messages=stored,
+                token_counts=[it.tokens for it in rest],
+                settings=self.settings,
+            )
+        )
+
+    def _repair(self, out: list[Item], original: Sequence[Item]) -> list[Item]:
+        plan = plan_repair([item.message for item in out])
+        if not plan.changes:
+            return out
+        result_ids: dict[str, int] = {}
+        for item in original:
+            if item.message.role == "tool" and item.message.tool_call_id:
+                rid = item.recovery_id
+                if rid is not None:
+                    result_ids.setdefault(item.message.tool_call_id, rid)
+        fixed: list[Item] = []
+        for index, item in enumerate(out):
+            if index not in plan.drop:
+                fixed.append(item)
+            for call in plan.stubs_after.get(index, ()):
+                stub = stub_message(call, result_ids.get(call.id))
+                fixed.append(Item(message=stub, tokens=self.count(stub)))
+        if plan.drop:
+            self.notes.append(f"repair removed {len(plan.drop)} orphan tool result(s)")
+        stubbed = sum(len(calls) for calls in plan.stubs_after.values())
+        if stubbed:
+            self.notes.append(f"repair stubbed {stubbed} tool call(s) without a result")
+        return fixed
+
+    # -- summary -------------------------------------------------------------------
+    def _summarize(
+        self, middle: Sequence[Item], previous: HandoffSummary | None, plan: TailPlan
+    ) -> tuple[HandoffSummary, SummaryResult]:
+        settings = self.settings
+        summarizer = self.host.summarizer(settings.summarizer)
+        self.summarizer_used = settings.summarizer
+        max_output = max(256, min(4_000, settings.threshold_tokens // 8))
+        try:
+            result = self._run_summarizer(summarizer, middle, previous, plan, max_output)
+        except SummarizerError as error:
+            self._fail(error)
+            result = self._fallback(middle, previous, max_output, error)
+        except Exception as exc:  # a third-party summarizer's bug: a non-aborting failure
+            error = SummarizerError(
+                "other", f"{type(exc).__name__}: {exc}", summarizer=summarizer.name
+            )
+            self._fail(error)
+            result = self._fallback(middle, previous, max_output, error)
+        else:
+            self.state.record_summary_success()
+        summary = result.summary.model_copy(deep=True)
+        own_titles = {section.title for section in plan.extra_sections}
+        summary.extra = [s for s in summary.extra if s.title not in own_titles]
+        summary.extra.extend(plan.extra_sections)
+        summary.summarizer = result.summarizer or summarizer.name
+        summary.compression_index = self.request.compression_index
+        return summary, result
+
+    def _fail(self, error: SummarizerError) -> None:
+        seconds = self.state.record_summary_failure(self.engine._clock(), self.settings)
+        self.notes.append(f"summary failed ({error.kind}): {error}; cooldown {seconds:.0f}s")
+        if error.aborts:
+            raise _Aborted(
+                f"summary failed ({error.kind}): {error}; session left unchanged"
+            ) from error
+        if self.settings.abort_on_summary_failure and not self.request.manual:
+            raise _Aborted(
+                f"summary failed ({error.kind}) and abort_on_summary_failure is set; "
+                "session left unchanged until a manual compress"
+            ) from error
+
+    def _fallback(
+        self,
+        middle: Sequence[Item],
+        previous: HandoffSummary | None,
+        max_output: int,
+        error: SummarizerError,
+    ) -> SummaryResult:
+        name = self.settings.fallback_summarizer
+        if name == self.settings.summarizer:
+            raise _Aborted(f"summary failed ({error.kind}) and the fallback is the same summarizer")
+        fallback = self.host.summarizer(name)
+        bounded = self._input(middle, fallback, None)
+        messages = [entry for chunk in bounded.chunks for entry in chunk]
+        try:
+            result = fallback.summarize(self._summary_request(messages, previous, max_output))
+        except SummarizerError as second:
+            raise _Aborted(
+                f"summary failed ({error.kind}) and fallback {name!r} failed too: {second}"
+            ) from second
+        self.fallback_used = True
+        self.summarizer_used = name
+        self.notes.append(f"used fallback summarizer {name!r}")
+        return result
+
+    def _input(
+        self, middle: Sequence[Item], summarizer: Summarizer, chunk: int | None
+    ) -> SummaryInput:
+        total = self.settings.summary_input_tokens
+        if summarizer.context_length is not None:
+            window = summarizer.context_length - SUMMARY_PROMPT_OVERHEAD - 4_000
+            total = max(1_000, min(total, window))
+        per_message = max(500, total // 8)
+        return build_summary_input(
+            middle, total=total, per_message=per_message, chunk=min(chunk or total, total)
+        )
+
+    def _summary_request(
+        self,
+        entries: Sequence[tuple[Message, int | None, int]],
+        previous: HandoffSummary | None,
+        max_output: int,
+    ) -> SummaryRequest:
+        request = self.request
+        return SummaryRequest(
+            session_id=request.session_id,
+            messages=[message for message, _rid, _tokens in entries],
+            recovery_ids=[rid for _message, rid, _tokens in entries],
+            previous_summary=previous,
+            insights=list(request.insights),
+            focus=request.focus,
+            model=request.model,
+            max_output_tokens=max_output,
+        )
+
+    def _run_summarizer(
+        self,
+        summarizer: Summarizer,
+        middle: Sequence[Item],
+        previous: HandoffSummary | None,
+        plan: TailPlan,
+        max_output: int,
+    ) -> SummaryResult:
+        prefix = self._prefix(summarizer, max_output)
+        bounded = self._input(middle, summarizer, plan.digest_chunks)
+        if bounded.omitted_ids:
+            self.notes.append(
+                f"{len(bounded.omitted_ids)} oldest middle message(s) exceeded the summary input "
+                "bound; they stay searchable and indexed"
+            )
+        if prefix is not None:
+            entries = [entry for chunk in bounded.chunks for entry in chunk]
+            summary_request = self._summary_request(entries, previous, max_output)
+            summary_request.prefix_messages = prefix
+            summary_request.prefix_tools = self.request.tools
+            result = summarizer.summarize(summary_request)
+            self._add_usage(result.usage)
+            return result
+        running = previous
+        result: SummaryResult | None = None
+        for chunk in bounded.chunks or [[]]:
+            result = summarizer.summarize(self._summary_request(chunk, running, max_output))
+            self._add_usage(result.usage)
+            running = result.summary
+        if len(bounded.chunks) > 1:
+            self.notes.append(f"digest of the middle in {len(bounded.chunks)} chunks")
+        assert result is not None
+        return result
+
+    def _prefix(self, summarizer: Summarizer, max_output: int) -> list[Message] | None:
+        if not self.settings.summary_prefix_reuse:
+            return None
+        window = summarizer.context_length
+        needed = (
+            self.request.system_tokens + self.tokens_before + max_output + SUMMARY_PROMPT_OVERHEAD
+        )
+        if window is not None and needed > window:
+            self.notes.append(
+                f"summary_prefix_reuse skipped: the prefix ({needed} tokens with output) exceeds "
+                f"the summarizer window ({window})"
+            )
+            return None
+        prefix: list[Message] = []
+        if self.request.system_prompt:
+            prefix.append(Message(role="system", content=self.request.system_prompt))
+        for row in self.request.messages:
+            message = row.message
+            if row.api_content is not None:
+                message = message.model_copy(update={"content": row.api_content})
+            prefix.append(message)
+        return prefix
+
+    def _add_usage(self, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        if self.usage is None:
+            self.usage = usage.model_copy()
+            return
+        self.usage = Usage(
+            input_tokens=self.usage.input_tokens + usage.input_tokens,
+            output_tokens=self.usage.output_tokens + usage.output_tokens,
+            cache_read_tokens=self.usage.cache_read_tokens + usage.cache_read_tokens,
+            cache_write_tokens=self.usage.cache_write_tokens + usage.cache_write_tokens,
+            reasoning_tokens=self.usage.reasoning_tokens + usage.reasoning_tokens,
+            model=usage.model or self.usage.model,
+        )
