@@ -26,7 +26,6 @@ import os
 import random
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,7 +97,9 @@ def bench_append(workdir: Path, count: int) -> dict[str, Any]:
         store.append_messages(sid, [new])
     ours = count / (time.perf_counter() - start)
     store.close()
-    raw = {sync: raw_ceiling(workdir / f"raw_{sync}.db", texts, sync) for sync in ("NORMAL", "FULL")}
+    raw = {
+        sync: raw_ceiling(workdir / f"raw_{sync}.db", texts, sync) for sync in ("NORMAL", "FULL")
+    }
     return {
         "messages": count,
         "ours_msgs_per_s": round(ours),
@@ -175,7 +176,14 @@ def build_database(path: Path, total: int) -> None:
                 "INSERT INTO messages (session_id, position, role, kind, content, active, "
                 "compacted, created_at, fts_cap) VALUES (?, ?, ?, 'message', ?, 1, 0, ?, ?)",
                 (
-                    (sid, pos, "user" if pos % 2 else "assistant", corpus.text(), now, DEFAULT_FTS_INDEX_CAP)
+                    (
+                        sid,
+                        pos,
+                        "user" if pos % 2 else "assistant",
+                        corpus.text(),
+                        now,
+                        DEFAULT_FTS_INDEX_CAP,
+                    )
                     for pos in range(1, size + 1)
                 ),
             )
@@ -258,7 +266,8 @@ def bench_compact(workdir: Path, size: int = 10_000, trials: int = 3) -> dict[st
     sid = store.create_session(NewSession(title="compact")).id
     for _ in range(size // 100):
         store.append_messages(
-            sid, [NewMessage(message=Message(role="user", content=corpus.text())) for _ in range(100)]
+            sid,
+            [NewMessage(message=Message(role="user", content=corpus.text())) for _ in range(100)],
         )
     store.close()
     samples: list[float] = []
@@ -309,7 +318,16 @@ def bench_handover(workdir: Path, rounds: int = 60, hold: float = 0.02) -> dict[
     store.close()
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "--handover-child", str(path), sid, name, str(rounds), str(hold)],
+            [
+                sys.executable,
+                __file__,
+                "--handover-child",
+                str(path),
+                sid,
+                name,
+                str(rounds),
+                str(hold),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -332,13 +350,19 @@ def bench_handover(workdir: Path, rounds: int = 60, hold: float = 0.02) -> dict[
 
 # -- main -------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--appends", type=int, default=5000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cache", default="/tmp/hermes-bench")
-    parser.add_argument("--json", default=str(Path(__file__).parent / "results" / "store_sqlite.json"))
-    parser.add_argument("--handover-child", nargs=5, metavar=("DB", "SID", "NAME", "ROUNDS", "HOLD"))
+    parser.add_argument(
+        "--json", default=str(Path(__file__).parent / "results" / "store_sqlite.json")
+    )
+    parser.add_argument(
+        "--handover-child", nargs=5, metavar=("DB", "SID", "NAME", "ROUNDS", "HOLD")
+    )
     args = parser.parse_args(argv)
     if args.handover_child:
         db, sid, name, rounds, hold = args.handover_child
@@ -364,15 +388,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.write_text(json.dumps(result, indent=2), encoding="utf-8")
     append = result["append"]
     print()
-    print(f"append          {append['ours_msgs_per_s']:>8} msg/s  = "
-          f"{append['fraction_of_raw_ceiling']:.0%} of raw ceiling "
-          f"({append['raw_normal_msgs_per_s']} msg/s, synchronous=NORMAL; "
-          f"{append['raw_full_msgs_per_s']} with FULL)")
+    print(
+        f"append          {append['ours_msgs_per_s']:>8} msg/s  = "
+        f"{append['fraction_of_raw_ceiling']:.0%} of raw ceiling "
+        f"({append['raw_normal_msgs_per_s']} msg/s, synchronous=NORMAL; "
+        f"{append['raw_full_msgs_per_s']} with FULL)"
+    )
     for size, row in result["search"].items():
-        print(f"search {int(size):>9,}  p50 {row['all']['p50_ms']:.2f} ms  p95 {row['all']['p95_ms']:.2f} ms")
+        print(
+            f"search {int(size):>9,}  p50 {row['all']['p50_ms']:.2f} ms  "
+            f"p95 {row['all']['p95_ms']:.2f} ms"
+        )
     print(f"compact 10k     p50 {result['archive_and_compact_10k']['p50_ms']:.1f} ms")
-    print(f"lease hand-over p50 {result['lease_handover']['p50_ms']:.2f} ms  "
-          f"p95 {result['lease_handover']['p95_ms']:.2f} ms")
+    print(
+        f"lease hand-over p50 {result['lease_handover']['p50_ms']:.2f} ms  "
+        f"p95 {result['lease_handover']['p95_ms']:.2f} ms"
+    )
     print(f"wrote {out}")
     return result
 

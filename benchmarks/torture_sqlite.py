@@ -77,7 +77,10 @@ def _child(path: str, session_id: str, seed: int) -> None:
             new = [
                 NewMessage(
                     message=Message(
-                        role="user", kind="summary", summary=summary, content=f"{gen} wm:{watermark}"
+                        role="user",
+                        kind="summary",
+                        summary=summary,
+                        content=f"{gen} wm:{watermark}",
                     )
                 )
             ]
@@ -187,7 +190,9 @@ def check(path: Path, session_id: str, committed: set[str]) -> list[str]:
     return problems
 
 
-def run(trials: int, seconds: float, *, workdir: str | None = None, seed: int = 0) -> dict[str, Any]:
+def run(
+    trials: int, seconds: float, *, workdir: str | None = None, seed: int = 0
+) -> dict[str, Any]:
     """Run ``trials`` kill trials; each child lives up to ``seconds`` after taking the lease."""
     from hermes_hookspecs.messages import Message
     from hermes_hookspecs.records import NewMessage, NewSession
@@ -224,7 +229,9 @@ def run(trials: int, seconds: float, *, workdir: str | None = None, seed: int = 
             proc.send_signal(signal.SIGKILL)
             out, err = proc.communicate()
             if proc.returncode != -signal.SIGKILL:
-                failures.append(f"trial {trial}: child exited {proc.returncode} before the kill: {err[-800:]}")
+                failures.append(
+                    f"trial {trial}: child exited {proc.returncode} before the kill: {err[-800:]}"
+                )
             lines = out.split("\n")[:-1]  # the last piece may be cut by the kill
             last = ""
             for line in lines:
@@ -253,7 +260,9 @@ def run(trials: int, seconds: float, *, workdir: str | None = None, seed: int = 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=0.5)
     parser.add_argument("--child", nargs=3, metavar=("DB", "SESSION", "SEED"))

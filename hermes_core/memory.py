@@ -404,11 +404,16 @@ class MemoryManager:
                 out.append((provider, _MISSING))
                 continue
             remaining = max(0.0, deadline - time.monotonic())
-            out.append((provider, self._collect(provider, method, future, remaining)))
+            out.append((provider, self._collect(provider, method, future, remaining, timeout)))
         return out
 
     def _collect(
-        self, provider: MemoryProvider, method: str, future: Future[Any], timeout: float
+        self,
+        provider: MemoryProvider,
+        method: str,
+        future: Future[Any],
+        timeout: float,
+        limit: float | None = None,
     ) -> Any:
         try:
             return future.result(timeout=timeout)
@@ -418,7 +423,7 @@ class MemoryManager:
                 "memory provider %r: %s exceeded %.2fs; skipped (the turn goes on)",
                 _name(provider),
                 method,
-                timeout if timeout > 0 else 0.0,
+                timeout if limit is None else limit,
             )
         except Exception as exc:
             logger.error(

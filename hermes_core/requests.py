@@ -73,8 +73,14 @@ class PreparedRequest(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     def chat_body(self, **extra: Any) -> dict[str, Any]:
-        """The body of ``POST /v1/chat/completions``."""
-        body: dict[str, Any] = {"model": self.model, "messages": self.messages}
+        """The body of ``POST /v1/chat/completions``.
+
+        Opaque provider compaction items (Responses API) cannot be sent over chat
+        completions and are left out; sessions compacted by the ``responses``
+        backend should be sent with :meth:`responses_body`.
+        """
+        messages = [m for m in self.messages if "provider_item" not in m]
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.tools:
             body["tools"] = self.tools
         body.update(self.extra_body)

@@ -511,7 +511,8 @@ class Turn:
                 settings = options.get(backend.name, {})
                 if backend.eligible(s.record, s.model, settings):
                     extra = backend.request_options(s.record, s.model, settings)
-        return PreparedRequest(
+        # built from validated parts: skip re-validating every message dict (O(history))
+        return PreparedRequest.model_construct(
             session_id=s.id,
             turn_id=self.id,
             request_index=entry.request_index,
@@ -554,9 +555,13 @@ class Turn:
         overridden = engine is not None and type(engine).select_context is not ContextEngine.select_context
         if len(hook.get_hookimpls()) <= 1 and not overridden:
             return messages
-        request = SelectRequest(
+        # the messages are validated already (stored rows and this turn's): no re-validation
+        system = Message(role="system", content=self.session.prompt.text)
+        rows = [system, *(row.message for row in self.session._rows)]
+        rows += [pending.message for pending in self.pending]
+        request = SelectRequest.model_construct(
             session_id=self.session.id,
-            messages=[Message.from_api(m) for m in messages],
+            messages=rows,
             model=self.session.model,
             settings=self.hermes.settings.compression_settings(self._threshold()),
         )

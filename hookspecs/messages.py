@@ -177,6 +177,10 @@ class Message(BaseModel):
             body["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             body["name"] = self.name
+        if self.kind == "compaction" and self.provider_item is not None:
+            # an opaque provider item: rendered verbatim by the Responses renderer,
+            # dropped by the chat-completions renderer (it cannot carry it)
+            body["provider_item"] = self.provider_item
         return body
 
     @classmethod

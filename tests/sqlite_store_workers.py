@@ -1,4 +1,6 @@
-"""Child-process programs for the SQLite store tests (run as ``python sqlite_store_workers.py CMD ...``).
+"""Child-process programs for the SQLite store tests.
+
+Run as ``python sqlite_store_workers.py CMD ARGS...``.
 
 Not a test module: the tests start these as real processes and signal them.
 """
@@ -29,7 +31,9 @@ def turns(db: str, sid: str, name: str, count: int) -> None:
         seen = len(store.active_messages(sid))
         for step in range(3):
             content = f"{name} t{turn} s{step} tok{grant.token} seen{seen}"
-            new = NewMessage(message=Message(role="user", content=content), turn_id=f"{name}-{turn}")
+            new = NewMessage(
+                message=Message(role="user", content=content), turn_id=f"{name}-{turn}"
+            )
             store.append_messages(sid, [new], lease=grant)
             time.sleep(0.001)
         store.release_lease(grant)

@@ -28,14 +28,14 @@ from hermes_hookspecs import (
     CompactionBackendError,
     CompressionRequest,
     CompressionResult,
-    ContextEngine,
-    NewMessage,
-    hookimpl,
     ConfigError,
+    ContextEngine,
     Message,
+    NewMessage,
     ProviderCompactionRequest,
     SessionRecord,
     StoredMessage,
+    hookimpl,
 )
 from hermes_hookspecs.compaction import render_for_summary
 from hermes_plugin_codex_compaction import (

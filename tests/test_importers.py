@@ -32,12 +32,10 @@ from hermes_hookspecs import (
 from hermes_plugin_importers import (
     builtin_importers,
     check_sequence,
-    detect_importer,
-    load_transcript,
-)
-from hermes_plugin_importers import (
     claude_code,
     codex_rollout,
+    detect_importer,
+    load_transcript,
     openai_chat,
     openhands_events,
     swe_agent,
@@ -77,10 +75,20 @@ def importers() -> list[Importer]:
     return builtin_importers()
 
 
+Loader = Callable[[Path], list[ImportedConversation]]
+
+
 @pytest.fixture(scope="module")
-def loaded(importers: list[Importer]) -> dict[Path, list[ImportedConversation]]:
-    """Every bundled transcript imported once, with its detected importer."""
-    return {path: detect_importer(path, importers).load(path) for path in FILES}
+def load(importers: list[Importer]) -> Loader:
+    """Import a bundled transcript with its detected importer, once per test module."""
+    cache: dict[Path, list[ImportedConversation]] = {}
+
+    def get(path: Path) -> list[ImportedConversation]:
+        if path not in cache:
+            cache[path] = detect_importer(path, importers).load(path)
+        return cache[path]
+
+    return get
 
 
 # -- the bundled files ---------------------------------------------------------
@@ -155,10 +163,8 @@ def _independent_problems(messages: list[Message]) -> list[str]:
 
 
 @pytest.mark.parametrize("path", FILES, ids=FILE_IDS)
-def test_every_tool_result_matches_its_call(
-    path: Path, loaded: dict[Path, list[ImportedConversation]]
-) -> None:
-    conversations = loaded[path]
+def test_every_tool_result_matches_its_call(path: Path, load: Loader) -> None:
+    conversations = load(path)
     assert conversations
     for conversation in conversations:
         assert conversation.source_format == path.parent.name
@@ -174,15 +180,13 @@ def test_every_tool_result_matches_its_call(
 
 
 @pytest.mark.parametrize("path", FILES, ids=FILE_IDS)
-def test_no_synthetic_results_or_dropped_turns_in_real_files(
-    path: Path, loaded: dict[Path, list[ImportedConversation]]
-) -> None:
-    for conversation in loaded[path]:
+def test_no_synthetic_results_or_dropped_turns_in_real_files(path: Path, load: Loader) -> None:
+    for conversation in load(path):
         counts = conversation.metadata.get("counts", {})
         assert counts.get("synthetic_tool_results", 0) == 0
         assert counts.get("dropped_empty_assistant", 0) == 0
         assert counts.get("unparseable_arguments", 0) == 0
-        assert not any(SYNTHETIC_RESULT == m.content for m in conversation.messages)
+        assert not any(m.content == SYNTHETIC_RESULT for m in conversation.messages)
 
 
 # -- counts against the raw files -------------------------------------------------------
@@ -205,20 +209,19 @@ def _claude_tool_uses(path: Path) -> tuple[Counter[str], Counter[str], int, int]
         for block in content:
             if record["type"] == "assistant" and block.get("type") == "tool_use":
                 (side if record.get("isSidechain") else main)[block["name"]] += 1
-            if record["type"] == "user" and block.get("type") == "tool_result":
-                if not record.get("isSidechain"):
-                    results += 1
-                    errors += bool(block.get("is_error"))
+            is_result = record["type"] == "user" and block.get("type") == "tool_result"
+            if is_result and not record.get("isSidechain"):
+                results += 1
+                errors += bool(block.get("is_error"))
     return main, side, results, errors
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if p.parent.name == "claude-code"],
-                         ids=lambda p: p.name)
-def test_claude_code_call_counts_match_the_source(
-    path: Path, loaded: dict[Path, list[ImportedConversation]]
-) -> None:
+@pytest.mark.parametrize(
+    "path", [p for p in FILES if p.parent.name == "claude-code"], ids=lambda p: p.name
+)
+def test_claude_code_call_counts_match_the_source(path: Path, load: Loader) -> None:
     main_uses, side_uses, results, errors = _claude_tool_uses(path)
-    main, *others = loaded[path]
+    main, *others = load(path)
     imported = Counter(c.function.name for m in main.messages for c in m.tool_calls or [])
     assert imported == main_uses
     assert sum(m.role == "tool" for m in main.messages) == results
@@ -230,8 +233,8 @@ def test_claude_code_call_counts_match_the_source(
     assert side_imported == side_uses
 
 
-def test_claude_code_pr_review_session(loaded: dict[Path, list[ImportedConversation]]) -> None:
-    conversations = loaded[_file("entireio-cli-3dffd2ffdd52")]
+def test_claude_code_pr_review_session(load: Loader) -> None:
+    conversations = load(_file("entireio-cli-3dffd2ffdd52"))
     assert len(conversations) == 1
     (session,) = conversations
     calls = [c for m in session.messages for c in m.tool_calls or []]
@@ -256,18 +259,20 @@ def test_claude_code_pr_review_session(loaded: dict[Path, list[ImportedConversat
 
 
 def test_claude_code_queue_dequeue_is_not_doubled(
-    loaded: dict[Path, list[ImportedConversation]],
+    load: Loader,
 ) -> None:
-    (session,) = loaded[_file("entireio-git-sync-516fe4e51170")]
+    (session,) = load(_file("entireio-git-sync-516fe4e51170"))
     texts = [m.content for m in session.messages if m.role == "user"]
-    assert texts.count('I\'m using "entiredb auth login" that sets a credential in the keychain') == 1
+    assert (
+        texts.count('I\'m using "entiredb auth login" that sets a credential in the keychain') == 1
+    )
     assert session.metadata["counts"]["queued_dequeued"] == 3
     assert session.metadata["counts"]["queued_delivered"] == 1
     assert "api_error" in session.metadata["flags"]
 
 
-def test_claude_code_compaction_markers(loaded: dict[Path, list[ImportedConversation]]) -> None:
-    main, *subagents = loaded[_file("entireio-cli-38ecf75f2f1d")]
+def test_claude_code_compaction_markers(load: Loader) -> None:
+    main, *subagents = load(_file("entireio-cli-38ecf75f2f1d"))
     markers = {m["kind"]: m for m in main.metadata["markers"]}
     boundary = markers["compact_boundary"]
     assert boundary["trigger"] == "auto" and boundary["pre_tokens"] == 155099
@@ -285,9 +290,9 @@ def test_claude_code_compaction_markers(loaded: dict[Path, list[ImportedConversa
 
 
 def test_claude_code_inline_sidechains_split_by_parent_uuid(
-    loaded: dict[Path, list[ImportedConversation]],
+    load: Loader,
 ) -> None:
-    main, *sidechains = loaded[_file("claude-code-viewer")]
+    main, *sidechains = load(_file("claude-code-viewer"))
     assert main.title == "Empty Repo Setup: CLAUDE.md Foundation Created"
     assert len(sidechains) == 5
     task_calls = {
@@ -316,13 +321,12 @@ def _codex_items(path: Path) -> Counter[str]:
     return counts
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if p.parent.name == "codex-rollout"],
-                         ids=lambda p: p.name)
-def test_codex_call_counts_match_the_source(
-    path: Path, loaded: dict[Path, list[ImportedConversation]]
-) -> None:
+@pytest.mark.parametrize(
+    "path", [p for p in FILES if p.parent.name == "codex-rollout"], ids=lambda p: p.name
+)
+def test_codex_call_counts_match_the_source(path: Path, load: Loader) -> None:
     items = _codex_items(path)
-    (session,) = loaded[path]
+    (session,) = load(path)
     calls = [c for m in session.messages for c in m.tool_calls or []]
     assert len(calls) == items["function_call"] + items["custom_tool_call"]
     assert sum(m.role == "tool" for m in session.messages) == (
@@ -335,14 +339,14 @@ def test_codex_call_counts_match_the_source(
             assert json.loads(call.function.arguments)["input"].startswith("*** Begin Patch")
 
 
-def test_codex_entire_graph_has_112_calls(loaded: dict[Path, list[ImportedConversation]]) -> None:
-    (session,) = loaded[_file("entireio-entire-graph")]
+def test_codex_entire_graph_has_112_calls(load: Loader) -> None:
+    (session,) = load(_file("entireio-entire-graph"))
     assert sum(len(m.tool_calls or []) for m in session.messages) == 112
     assert session.model == "gpt-5.5"
 
 
 def test_codex_torn_line_is_read_as_two_records(
-    loaded: dict[Path, list[ImportedConversation]],
+    load: Loader,
 ) -> None:
     path = _file("entireio-git-sync-2dcf2f1a3166-glued-lines")
     torn = _raw_lines(path)[1836]
@@ -353,15 +357,15 @@ def test_codex_torn_line_is_read_as_two_records(
         (0, "token_count"),
         (1, "task_started"),
     ]
-    (session,) = loaded[path]
+    (session,) = load(path)
     assert session.metadata["torn_lines"] == [1837]
     assert [m["kind"] for m in session.metadata["markers"]] == ["compacted", "compacted"]
     # approval notices written while a command ran are moved after its result
     assert session.metadata["counts"]["moved_after_tool_results"] == 7
 
 
-def test_openai_chat_completion_log(loaded: dict[Path, list[ImportedConversation]]) -> None:
-    (conversation,) = loaded[_file("openhands-django-11149")]
+def test_openai_chat_completion_log(load: Loader) -> None:
+    (conversation,) = load(_file("openhands-django-11149"))
     assert len(conversation.messages) == 101
     assert conversation.metadata["response_appended"] is True
     last = conversation.messages[-1]
@@ -371,9 +375,9 @@ def test_openai_chat_completion_log(loaded: dict[Path, list[ImportedConversation
 
 
 def test_openhands_instances_keep_ids_per_conversation(
-    loaded: dict[Path, list[ImportedConversation]],
+    load: Loader,
 ) -> None:
-    conversations = loaded[_file("multi-swe-bench-output")]
+    conversations = load(_file("multi-swe-bench-output"))
     assert [c.conversation_id for c in conversations] == [
         "ponylang__ponyc-4595",
         "ponylang__ponyc-4593",
@@ -389,8 +393,8 @@ def test_openhands_instances_keep_ids_per_conversation(
     assert conversations[1].metadata["flags"]["error_observation"]
 
 
-def test_swe_agent_text_actions(loaded: dict[Path, list[ImportedConversation]]) -> None:
-    (conversation,) = loaded[_file("pydicom-1458")]
+def test_swe_agent_text_actions(load: Loader) -> None:
+    (conversation,) = load(_file("pydicom-1458"))
     assert conversation.metadata["version"] == "0.x"
     assert conversation.metadata["counts"]["demo_messages_skipped"] == 1
     assert not any("demonstration" in m.text()[:200] for m in conversation.messages)
@@ -407,8 +411,8 @@ def test_swe_agent_demos_can_be_kept() -> None:
     assert conversation.metadata["flags"]["demo"] == [1]
 
 
-def test_swe_agent_function_calling(loaded: dict[Path, list[ImportedConversation]]) -> None:
-    (conversation,) = loaded[_file("marshmallow-1867-fc")]
+def test_swe_agent_function_calling(load: Loader) -> None:
+    (conversation,) = load(_file("marshmallow-1867-fc"))
     assert conversation.metadata["version"] == "1.x"
     assert sum(m.role == "tool" for m in conversation.messages) == 13
     # the replay reuses call ids across turns; they are made unique within the conversation
@@ -643,4 +647,32 @@ def test_check_sequence(messages: list[Message], problem: str | None) -> None:
     if problem is None:
         assert problems == []
     else:
-        assert len(problems) == 1 and problem in problems[0]
+        assert problems and any(problem in text for text in problems), problems
+
+
+def test_repeated_records_are_deduplicated_by_uuid(tmp_path: Path) -> None:
+    lines = _raw_lines(_file("entireio-cli-3dffd2ffdd52"))
+    resumed = [*lines[:30], *lines[4:30], *lines[30:]]  # a resume wrote 26 records again
+    path = _write_lines(tmp_path / "resumed.jsonl", resumed)
+    (original,) = ClaudeCodeImporter().load(_file("entireio-cli-3dffd2ffdd52"))
+    (session,) = ClaudeCodeImporter().load(path)
+    assert session.metadata["duplicate_records"] == 26
+    assert [m.to_api() for m in session.messages] == [m.to_api() for m in original.messages]
+
+
+def test_a_broken_progress_subagent_is_skipped_and_named(tmp_path: Path) -> None:
+    lines = _raw_lines(_file("entireio-cli-38ecf75f2f1d"))
+
+    def retarget(record: dict[str, Any]) -> None:
+        block = record["data"]["message"]["message"]["content"][0]
+        assert block["type"] == "tool_result"
+        block["tool_use_id"] = "toolu_X"
+
+    _edit_json_line(lines, 52, retarget)
+    path = _write_lines(tmp_path / "progress.jsonl", lines)
+    main, *subagents = ClaudeCodeImporter().load(path)
+    assert [s.metadata["agent_id"] for s in subagents] == ["a88d57b"]
+    (skipped,) = main.metadata["skipped_subagents"]
+    assert skipped["agent_id"] == "a89e4b2"
+    assert "progress.jsonl:53" in skipped["error"] and "toolu_X" in skipped["error"]
+    assert len(main.messages) == 307

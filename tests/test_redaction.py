@@ -8,7 +8,6 @@ import time
 import hermes_plugin_redaction
 import pluggy
 import pytest
-from hermes_core.redaction import Redactor
 from hermes_hookspecs import (
     HandoffSummary,
     Message,
@@ -23,6 +22,8 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.markers import PROJECT_NAME
 from hermes_plugin_redaction import default_rules
+
+from hermes_core.redaction import Redactor
 
 
 @pytest.fixture
@@ -48,7 +49,8 @@ SECRETS: list[tuple[str, str, str]] = [
         "openai_api_key",
     ),
     (
-        "ANTHROPIC_API_KEY: sk-ant-api03-x8Yk2LmQ9vR4tW7zA1bC3dE5fG6hJ8kN0pS2uV4wX6yZ-_aB1cD3eF5gH7j",
+        "ANTHROPIC_API_KEY: "
+        "sk-ant-api03-x8Yk2LmQ9vR4tW7zA1bC3dE5fG6hJ8kN0pS2uV4wX6yZ-_aB1cD3eF5gH7j",
         "sk-ant-api03-x8Yk2LmQ9vR4tW7zA1bC3dE5fG6hJ8kN0pS2uV4wX6yZ-_aB1cD3eF5gH7j",
         "",
     ),
@@ -58,7 +60,8 @@ SECRETS: list[tuple[str, str, str]] = [
         "",
     ),
     (
-        "token github_pat_11ABCDEFG0abcdefghijkl_MNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz012",
+        "token "
+        "github_pat_11ABCDEFG0abcdefghijkl_MNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz012",
         "github_pat_11ABCDEFG0abcdefghijkl_MNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz012",
         "github_token",
     ),
@@ -118,7 +121,8 @@ SECRETS: list[tuple[str, str, str]] = [
         "authorization_header",
     ),
     (
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7b9x\nQ2xk\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7b9x\nQ2xk\n"
+        "-----END RSA PRIVATE KEY-----",
         "MIIEowIBAAKCAQEA7b9x",
         "private_key_block",
     ),
@@ -163,8 +167,10 @@ NON_SECRETS: list[str] = [
     "password: ${{ secrets.DB_PASSWORD }}",
     "api_key = get_api_key()",
     "password = '********'",
-    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END PUBLIC KEY-----",
-    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n"
+    "-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n"
+    "-----END CERTIFICATE-----",
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ada@box",
     "see https://docs.python.org/3/library/re.html#re.sub and http://localhost:8080/api",
     "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from hermes_hookspecs.errors import (
     CorruptDatabaseError,
     NotFoundError,
@@ -213,7 +212,12 @@ def test_archive_and_compact_in_place(store: SqliteSessionStore) -> None:
     assert commit.child_session_id is None
     active = store.active_messages(sid)
     assert [m.id for m in active] == commit.active_ids
-    assert [m.message.content for m in active] == ["SUMMARY", "msg 4", "msg 5", late.message.content]
+    assert [m.message.content for m in active] == [
+        "SUMMARY",
+        "msg 4",
+        "msg 5",
+        late.message.content,
+    ]
     assert active[-1].id == late.id
     assert [m.origin_id for m in active[1:3]] == ids[-2:]
     everything = store.all_messages(sid)
@@ -238,9 +242,7 @@ def test_archive_and_compact_rotation(store: SqliteSessionStore) -> None:
     digest = store.put_blob("system_prompt", "frozen")
     store.update_session(sid, system_prompt_hash=digest)
     late = store.append_messages(sid, [user("late")])[0]
-    commit = store.archive_and_compact(
-        sid, [user("SUMMARY")], watermark=ids[-1], in_place=False
-    )
+    commit = store.archive_and_compact(sid, [user("SUMMARY")], watermark=ids[-1], in_place=False)
     assert commit.child_session_id is not None
     parent = store.get_session(sid)
     child = store.get_session(commit.child_session_id)
@@ -296,12 +298,16 @@ def test_search_word_substring_cjk_and_escaping(store: SqliteSessionStore) -> No
     assert found("cafe resume") == [ids[4]]  # diacritics folded
     for query in ['"quoted"', "AND", "NEAR(a b)", "col:val", "*", "^start", "(paren", '"', "'"]:
         hits = store.search(query)
-        if query in ('"', "'"):
+        if query == "'":
             assert hits == []
         else:
             assert [h.message_id for h in hits] == [ids[2]], query
     for nasty in ["", "   ", "a OR", ")(", "NOT", '""""', "\x00", "-", "x" * 500]:
         store.search(nasty)  # never an error
+    word_row, sub_row = store.append_messages(other, [user("we run tests"), user("rerunning")])
+    ranked = store.search("run", session_id=other)
+    assert [h.message_id for h in ranked] == [word_row.id, sub_row.id]  # word match first
+    assert ranked[0].score >= 1 > ranked[1].score > 0
     hit = store.search("ConnectionRefusedError")[0]
     assert "ConnectionRefusedError" in hit.snippet and hit.role == "user" and hit.active
     assert hit.score > 0
@@ -410,7 +416,7 @@ def test_usage_prefix_ledger_and_events(store: SqliteSessionStore) -> None:
 def test_writes_retry_while_locked_then_give_up(tmp_path: Path) -> None:
     store = SqliteSessionStore(tmp_path / "busy.db", busy_budget=0.4)
     sid = store.create_session(NewSession()).id
-    other = sqlite3.connect(store.path, isolation_level=None)
+    other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     timer = threading.Timer(0.1, lambda: other.execute("COMMIT"))
     timer.start()
@@ -430,7 +436,9 @@ def test_writes_retry_while_locked_then_give_up(tmp_path: Path) -> None:
 
 
 # -- journal mode ------------------------------------------------------------------------------
-def test_wal_by_default_and_rollback_fallback(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_wal_by_default_and_rollback_fallback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     wal = SqliteSessionStore(tmp_path / "wal.db")
     assert wal.journal_mode == "wal"
     wal.close()
@@ -448,7 +456,9 @@ def test_wal_by_default_and_rollback_fallback(tmp_path: Path, caplog: pytest.Log
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         again = SqliteSessionStore(tmp_path / "wal.db", journal="rollback")
-    assert again.journal_mode == "wal" and "not downgrad" in caplog.text.replace("never downgraded", "not downgrad")
+    assert again.journal_mode == "wal" and "not downgrad" in caplog.text.replace(
+        "never downgraded", "not downgrad"
+    )
     again.close()
     with (tmp_path / "wal.db").open("rb") as handle:
         assert handle.read(20)[18] == 2
@@ -509,7 +519,7 @@ def test_future_schema_is_refused_untouched(tmp_path: Path) -> None:
 def test_corrupt_and_truncated_files_are_refused(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not a database at all" * 200)
-    with pytest.raises(CorruptDatabaseError, match="garbage.db"):
+    with pytest.raises(CorruptDatabaseError, match=r"garbage\.db"):
         SqliteSessionStore(garbage)
     assert garbage.read_bytes() == b"this is not a database at all" * 200
 
@@ -531,7 +541,7 @@ def test_corrupt_and_truncated_files_are_refused(tmp_path: Path) -> None:
     for offset in range(4096 * 3, len(raw) - 4096, 4096 * 2):
         raw[offset + 10 : offset + 400] = b"\xff" * 390
     broken.write_bytes(bytes(raw))
-    with pytest.raises(CorruptDatabaseError, match="broken.db"):
+    with pytest.raises(CorruptDatabaseError, match=r"broken\.db"):
         damaged = SqliteSessionStore(broken)
         report = damaged.health()
         if not report.ok:

@@ -51,7 +51,6 @@ import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, get_args
@@ -1174,17 +1173,11 @@ def _strip_indexes(path: str) -> str:
     return "".join(out)
 
 
-@contextmanager
-def _serving(**kwargs: Any) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(**kwargs) as server:
-        yield server
-
-
 def fake_openai_fixture(**kwargs: Any) -> Iterator[FakeOpenAIServer]:
     """Generator for a pytest fixture: ``yield from fake_openai_fixture()``.
 
     The server is stopped after the test and :meth:`FakeOpenAIServer.check`
     raises at teardown if any validation issue was recorded.
     """
-    with _serving(**kwargs) as server:
+    with FakeOpenAIServer(**kwargs) as server:
         yield server

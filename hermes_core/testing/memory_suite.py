@@ -294,9 +294,12 @@ class MemoryProviderSuite:
 
     @pytest.fixture
     def redactor(self) -> Redactor:
-        from hermes_plugin_redaction import default_rules
+        # the installed redaction plugins, loaded the way the host loads them
+        from hermes_core.config import settings_from
+        from hermes_core.plugins import get_plugin_manager
 
-        return Redactor(default_rules())
+        pm = get_plugin_manager(settings_from({"plugins": {"load": ["redaction"]}}))
+        return Redactor([rule for rules in pm.hook.redaction_rules() for rule in rules or []])
 
     @pytest.fixture
     def ready(self, provider: MemoryProvider, session: MemorySession) -> MemoryProvider:

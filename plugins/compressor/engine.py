@@ -68,7 +68,6 @@ from hermes_hookspecs import (
     CompressionResult,
     CompressionSettings,
     ContextEngine,
-    EngineHost,
     EngineStatus,
     HandoffSummary,
     HermesError,
@@ -82,6 +81,7 @@ from hermes_hookspecs import (
     TailRequest,
     Usage,
 )
+from hermes_hookspecs.compression import EngineHost
 
 from .groups import group_starts, snap_back, snap_forward
 from .items import Item
@@ -367,7 +367,7 @@ class _Work:
         settings = self.settings
         summarizer = self.host.summarizer(settings.summarizer)
         self.summarizer_used = settings.summarizer
-        max_output = max(256, min(4_000, settings.threshold_tokens // 8))
+        max_output = max(256, min(4_000, settings.threshold_tokens // 12))
         try:
             result = self._run_summarizer(summarizer, middle, previous, plan, max_output)
         except SummarizerError as error:

@@ -263,13 +263,6 @@ class ConversationBuilder:
         turn = self._open_turn()
         return key is not None and turn is not None and turn.key == key
 
-    def open_call_ids(self) -> list[str]:
-        """Ids (as read) of the open turn's calls that have no result yet."""
-        turn = self._open_turn()
-        if turn is None:
-            return []
-        return [call.spec.id for call in turn.calls if not call.answered]
-
     # -- output ------------------------------------------------------------
     def _render(self) -> tuple[list[Message], dict[str, Any]]:
         messages: list[Message] = []
@@ -365,7 +358,7 @@ class ConversationBuilder:
         counts = {key: value for key, value in sorted(self.counts.items()) if value}
         if counts:
             metadata["counts"] = counts
-        metadata.setdefault("unanswered_final_calls", len(self.open_call_ids()))
+        metadata.setdefault("unanswered_final_calls", _unanswered_at_end(messages))
         try:
             return ImportedConversation(
                 source_format=source_format,
@@ -376,3 +369,13 @@ class ConversationBuilder:
             )
         except PydanticValidationError as exc:
             raise self.error(None, f"invalid conversation record: {exc.errors()[0]}") from None
+
+
+def _unanswered_at_end(messages: list[Message]) -> int:
+    """How many calls of the last assistant message have no tool message after it."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            return sum(call.id not in answered for call in message.tool_calls or [])
+    return 0

@@ -162,7 +162,10 @@ class ClaudeCodeImporter(Importer):
                 conversation.metadata["task_call_id"] = task_prompts[prompt]
             conversations.append(conversation)
         if self.include_progress_subagents:
-            conversations.extend(self._progress_subagents(path, records, session_id))
+            subagents, skipped = self._progress_subagents(path, records, session_id)
+            conversations.extend(subagents)
+            if skipped:
+                conversations[0].metadata["skipped_subagents"] = skipped
         return conversations
 
     def _convert(
@@ -224,16 +227,22 @@ class ClaudeCodeImporter(Importer):
             if queue:
                 queue.pop(0)
                 builder.counts["queued_dequeued"] += 1
-        elif operation == "remove":
-            if queue:
-                text = queue.pop(0)
-                if self.include_queued and text:
-                    builder.plain("user", text, line=record.line, flags=("queued",))
-                    builder.counts["queued_delivered"] += 1
+        elif operation == "remove" and queue:
+            text = queue.pop(0)
+            if self.include_queued and text:
+                builder.plain("user", text, line=record.line, flags=("queued",))
+                builder.counts["queued_delivered"] += 1
 
     def _progress_subagents(
         self, path: Path, records: list[_Record], session_id: str
-    ) -> list[ImportedConversation]:
+    ) -> tuple[list[ImportedConversation], list[dict[str, str]]]:
+        """Subagent conversations from ``agent_progress`` records, and the ones skipped.
+
+        The progress stream is a copy the parent session kept of the
+        subagent's turns; a stream that does not form a valid conversation
+        is skipped (named with its error in the main conversation's
+        ``metadata["skipped_subagents"]``) instead of failing the import.
+        """
         threads: dict[str, _Thread] = {}
         prompts: dict[str, str] = {}
         calls: dict[str, str] = {}
@@ -262,25 +271,30 @@ class ClaudeCodeImporter(Importer):
                 prompts.setdefault(agent, payload["prompt"])
             if isinstance(data.get("parentToolUseID"), str):
                 calls.setdefault(agent, data["parentToolUseID"])
-        out = []
+        out: list[ImportedConversation] = []
+        skipped: list[dict[str, str]] = []
         for agent, thread in threads.items():
-            conversation = self._convert(
-                path,
-                thread,
-                conversation_id=f"{session_id}:agent-{agent}",
-                title=f"subagent: {_first_line_of(prompts.get(agent, ''))}",
-                is_main=False,
-                dropped=Counter(),
-                session_id=session_id,
-                version=_first_str(records, "version"),
-            )
+            try:
+                conversation = self._convert(
+                    path,
+                    thread,
+                    conversation_id=f"{session_id}:agent-{agent}",
+                    title=f"subagent: {_first_line_of(prompts.get(agent, ''))}",
+                    is_main=False,
+                    dropped=Counter(),
+                    session_id=session_id,
+                    version=_first_str(records, "version"),
+                )
+            except ImportFormatError as exc:
+                skipped.append({"agent_id": agent, "error": str(exc)})
+                continue
             conversation.metadata["parent_conversation_id"] = session_id
             conversation.metadata["subagent_source"] = "agent_progress"
             conversation.metadata["agent_id"] = agent
             if agent in calls:
                 conversation.metadata["task_call_id"] = calls[agent]
             out.append(conversation)
-        return out
+        return out, skipped
 
 
 # -- record handlers -----------------------------------------------------------
@@ -291,9 +305,7 @@ def _message_of(builder: ConversationBuilder, record: _Record) -> dict[str, Any]
     return message
 
 
-def _feed_assistant(
-    builder: ConversationBuilder, record: _Record, tool_calls: Counter[str]
-) -> str:
+def _feed_assistant(builder: ConversationBuilder, record: _Record, tool_calls: Counter[str]) -> str:
     message = _message_of(builder, record)
     content = message.get("content")
     if isinstance(content, str):
@@ -430,9 +442,9 @@ def _split_threads(path: Path, records: list[_Record]) -> tuple[_Thread, list[_T
             sidechains.setdefault(key, _Thread(key=key)).records.append(record)
         else:
             main.records.append(record)
-    return main, [t for t in sidechains.values() if any(
-        r.data["type"] in _MESSAGE_TYPES for r in t.records
-    )]
+    return main, [
+        t for t in sidechains.values() if any(r.data["type"] in _MESSAGE_TYPES for r in t.records)
+    ]
 
 
 def _task_prompts(records: list[_Record]) -> dict[str, str]:

@@ -41,7 +41,9 @@ from .reading import (
 )
 
 FORMAT = "codex-rollout"
-_RECORD_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+_RECORD_TYPES = frozenset(
+    {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+)
 _SNIFF = re.compile(
     rb'"type"\s*:\s*"(session_meta|response_item|turn_context|event_msg|compacted)"'
     rb'\s*,\s*"payload"\s*:'

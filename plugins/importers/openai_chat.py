@@ -38,7 +38,7 @@ class OpenAIChatImporter(Importer):
 
     name = FORMAT
     description = (
-        "OpenAI chat-completions messages: a JSON list or {\"messages\": [...]}"
+        'OpenAI chat-completions messages: a JSON list or {"messages": [...]}'
         " (LLM completion logs append their response as the final assistant turn)"
     )
 
@@ -62,8 +62,7 @@ class OpenAIChatImporter(Importer):
                     extra[key] = document[key]
         else:
             raise ImportFormatError(
-                f"{path}:1: expected a JSON list of messages or an object with a"
-                " 'messages' list"
+                f"{path}:1: expected a JSON list of messages or an object with a 'messages' list"
             )
         builder = ConversationBuilder(str(path))
         for index, raw in enumerate(raw_messages):

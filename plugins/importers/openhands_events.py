@@ -29,7 +29,7 @@ from typing import Any
 from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, hookimpl
 
 from .builder import CallSpec, ConversationBuilder
-from .reading import decode_head, first_line, flatten_content, iter_jsonl, json_arguments
+from .reading import as_dict, decode_head, first_line, flatten_content, iter_jsonl, json_arguments
 
 FORMAT = "openhands-events"
 _SNIFF = re.compile(rb'^\{\s*"instance_id"\s*:')
@@ -46,7 +46,9 @@ class OpenHandsEventsImporter(Importer):
         line = first_line(decode_head(head))
         if not _SNIFF.match(line):
             return False
-        return any(key in line for key in (b'"history"', b'"instruction"', b'"metadata"'))
+        return any(
+            key in line for key in (b'"history"', b'"instruction"', b'"metadata"', b'"test_result"')
+        )
 
     def load(self, path: Path) -> list[ImportedConversation]:
         conversations: list[ImportedConversation] = []
@@ -74,8 +76,8 @@ def _instance(path: Path, value: Any, line: int) -> ImportedConversation:
         else:
             dropped["unknown_event"] += 1
     builder.where = f"instance {instance_id}"
-    metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
-    llm_config = metadata.get("llm_config") if isinstance(metadata.get("llm_config"), dict) else {}
+    metadata = as_dict(value.get("metadata"))
+    llm_config = as_dict(metadata.get("llm_config"))
     builder.metadata["line"] = line
     builder.metadata["instance_id"] = instance_id
     builder.metadata["agent_class"] = metadata.get("agent_class")
@@ -96,7 +98,7 @@ def _action(
     builder: ConversationBuilder, event: dict[str, Any], line: int, dropped: Counter[str]
 ) -> None:
     action = event.get("action")
-    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    args = as_dict(event.get("args"))
     metadata = event.get("tool_call_metadata")
     if isinstance(metadata, dict):
         _tool_action(builder, event, metadata, args, line)
@@ -124,17 +126,17 @@ def _tool_action(
     name = metadata.get("function_name")
     if not isinstance(call_id, str) or not call_id:
         raise builder.error(line, "tool action has no tool_call_metadata.tool_call_id")
-    response = metadata.get("model_response") if isinstance(metadata.get("model_response"), dict) else {}
+    response = as_dict(metadata.get("model_response"))
     response_id = response.get("id")
     message: dict[str, Any] = {}
     choices = response.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         candidate = choices[0].get("message")
-        message = candidate if isinstance(candidate, dict) else {}
+        message = as_dict(candidate)
     arguments: str | None = None
     for call in message.get("tool_calls") or []:
         if isinstance(call, dict) and call.get("id") == call_id:
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            function = as_dict(call.get("function"))
             arguments = json_arguments(function.get("arguments", "{}"))
             name = function.get("name") or name
             break

@@ -45,7 +45,7 @@ def read_text(path: Path) -> str:
     """The whole file as UTF-8 text (gzip-transparent)."""
     data = read_bytes(path)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise ImportFormatError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
@@ -204,6 +204,11 @@ def json_arguments(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty dict (for optional sub-objects)."""
+    return value if isinstance(value, dict) else {}
 
 
 def require_dict(value: Any, where: str) -> dict[str, Any]:

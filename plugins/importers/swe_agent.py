@@ -24,7 +24,14 @@ from typing import Any
 from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, hookimpl
 
 from .builder import CallSpec, ConversationBuilder
-from .reading import decode_head, first_json_key, flatten_content, json_arguments, load_json_document
+from .reading import (
+    as_dict,
+    decode_head,
+    first_json_key,
+    flatten_content,
+    json_arguments,
+    load_json_document,
+)
 
 FORMAT = "swe-agent"
 _TOP_KEYS = frozenset({"environment", "trajectory", "history", "info", "replay_config"})
@@ -92,7 +99,7 @@ class SweAgentImporter(Importer):
             else:
                 raise builder.error(None, f"unknown role {role!r}")
         builder.where = ""
-        info = document.get("info") if isinstance(document.get("info"), dict) else {}
+        info = as_dict(document.get("info"))
         builder.metadata["version"] = "1.x" if function_calling else "0.x"
         builder.metadata["exit_status"] = info.get("exit_status")
         builder.metadata["model_stats"] = info.get("model_stats")

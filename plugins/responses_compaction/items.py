@@ -1,9 +1,12 @@
 """Conversion between stored messages and OpenAI Responses items.
 
-Outbound, the active view is rendered exactly as the core renders a request
-(:func:`hermes_core.requests.message_to_response_items` over each row's wire
-dict, ``api_content`` sidecar included), except that a stored compaction
-record is sent as its opaque ``provider_item``, verbatim.
+Outbound, each row's wire dict (``api_content`` sidecar included: the bytes
+once sent) becomes Responses input items that the official ``openai`` types
+accept: user and system text as ``input_text`` parts (system as the
+``developer`` role), images as ``input_image``, assistant text as a string
+``content``, tool calls as ``function_call`` and results as
+``function_call_output``; a stored compaction record is sent as its opaque
+``provider_item``, verbatim.
 
 Inbound, the compacted window's kept items are matched back to the rows they
 came from (same item type, role and text), so a kept message keeps its
@@ -20,15 +23,26 @@ import json
 from collections import defaultdict, deque
 from typing import Any
 
-from hermes_hookspecs import Message, NewMessage, StoredMessage, ToolCall, ToolFunction
-
-from hermes_core.requests import message_to_response_items
+from hermes_hookspecs import (
+    Message,
+    NewMessage,
+    StoredMessage,
+    ToolCall,
+    ToolFunction,
+    content_text,
+)
+from hermes_hookspecs.messages import Role
 
 from .client import COMPACTION_ITEM_TYPE, check_compaction_item
 from .errors import ResponsesCompactionError
 
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}
+_ROLES: dict[str, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "developer": "system",
+    "system": "system",
+}
 _SERVER_KEYS = frozenset({"id", "status"})
 
 
@@ -56,7 +70,56 @@ def row_items(row: StoredMessage) -> list[dict[str, Any]]:
                 "which the Responses API cannot read",
             )
         return [item]
-    return message_to_response_items(row.to_api())
+    return wire_items(row.to_api())
+
+
+def _input_part(part: Any) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in TEXT_PARTS:
+        return {"type": "input_text", "text": str(part.get("text", ""))}
+    if kind in ("input_image", "input_file"):
+        return dict(part)
+    if kind == "image_url":
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        detail = image.get("detail", "auto") if isinstance(image, dict) else "auto"
+        return {"type": "input_image", "image_url": str(url), "detail": detail}
+    return {"type": "input_text", "text": f"[{kind}]"}
+
+
+def wire_items(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """One chat-completions wire dict as Responses input items (see the module docstring)."""
+    role = message.get("role")
+    content = message.get("content")
+    if role == "tool":
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": str(message.get("tool_call_id")),
+                "output": content_text(content),
+            }
+        ]
+    items: list[dict[str, Any]] = []
+    if role == "assistant":
+        text = content_text(content)
+        if text or not message.get("tool_calls"):
+            items.append({"type": "message", "role": "assistant", "content": text})
+        for call in message.get("tool_calls") or []:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call["id"],
+                    "name": call["function"]["name"],
+                    "arguments": call["function"]["arguments"],
+                }
+            )
+        return items
+    if isinstance(content, list):
+        parts = [_input_part(part) for part in content]
+    else:
+        parts = [{"type": "input_text", "text": content or ""}]
+    wire_role = "developer" if role == "system" else "user"
+    return [{"type": "message", "role": wire_role, "content": parts}]
 
 
 def input_items(rows: list[StoredMessage]) -> list[dict[str, Any]]:
@@ -140,7 +203,7 @@ def item_message(item: dict[str, Any], where: str) -> Message:
                 raise ResponsesCompactionError(
                     "unsupported", f"{where} has role {item.get('role')!r}"
                 )
-            return Message(role=role, content=_content(item.get("content")))  # type: ignore[arg-type]
+            return Message(role=role, content=_content(item.get("content")))
         if kind == "function_call":
             call = ToolCall(
                 id=str(item["call_id"]),

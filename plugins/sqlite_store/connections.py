@@ -280,6 +280,22 @@ class Database:
             self._pool.put(conn)
 
     @contextmanager
+    def private_reader(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection of the caller's own, closed afterwards (for long waits)."""
+        if self._closed:
+            raise StoreError(f"sqlite store {self.path} is closed")
+        try:
+            conn = self._connect_reader()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from exc
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from exc
+        finally:
+            conn.close()
+
+    @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A pooled read-only connection inside one read transaction (one snapshot)."""
         with self.reader() as conn:

@@ -222,7 +222,7 @@ def _wait(
     row: LeaseRow | None,
 ) -> LeaseGrant:
     deadline = time.monotonic() + timeout
-    with db.reader() as conn:
+    with db.private_reader() as conn:  # a long wait must not hold a pooled reader
         version = _data_version(conn)
         interval = POLL_MIN
         checked = time.monotonic()

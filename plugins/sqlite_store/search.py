@@ -11,10 +11,14 @@
 * A query made only of terms shorter than three characters also scans for
   substrings, within the session when ``session_id`` is given, otherwise in
   the newest :data:`SHORT_SCAN_ROWS` messages.
-* Score = ``-bm25(word) + 0.5 * -bm25(trigram)`` (a row matched by both
-  indexes ranks higher). A row carried forward by compaction and its origin
-  (``origin_root``) are reported once: the best-scoring copy, preferring the
-  active one.
+* Word matches rank first, by bm25 (``score = 1 + -bm25``, so >= 1);
+  substring-only matches follow (``score`` in ``[0, 1)``, by how often the
+  terms occur, damped by length). The trigram index is only asked when the
+  word index found fewer than ``limit`` rows, and is read newest first: for a
+  substring that matches very many rows, the candidates are the newest
+  ``3 * limit + 10`` (more if deduplication needs them).
+* A row carried forward by compaction and its origin (``origin_root``) are
+  reported once: the best-scoring copy, preferring the active one.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ def _fts_candidates(
     active_only: bool,
     id_range: tuple[int, int] | None,
     k: int,
+    *,
+    newest_first: bool = False,
 ) -> list[tuple[int, float]]:
     where = [f"{table} MATCH ?"]
     params: list[object] = [match]
@@ -93,9 +99,13 @@ def _fts_candidates(
         if active_only:
             where.append("m.active = 1")
     params.append(k)
+    if newest_first:  # streams in rowid order and stops after k rows
+        score, order = "0.0", f"{table}.rowid DESC"
+    else:
+        score, order = f"bm25({table})", "s"
     sql = (
-        f"SELECT {table}.rowid, bm25({table}) AS s FROM {table}{join} "
-        f"WHERE {' AND '.join(where)} ORDER BY s LIMIT ?"
+        f"SELECT {table}.rowid, {score} AS s FROM {table}{join} "
+        f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
     return [(int(rowid), -float(score)) for rowid, score in conn.execute(sql, params).fetchall()]
 
@@ -125,6 +135,13 @@ def _short_scan(
     params.append(k)
     sql = f"SELECT id FROM messages WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
     return [(int(row[0]), 0.01) for row in conn.execute(sql, params).fetchall()]
+
+
+def substring_score(lowered: str, terms: tuple[str, ...]) -> float:
+    """A score in ``[0, 1)`` for a substring-only match: term frequency, damped by length."""
+    found = sum(lowered.count(term.lower()) for term in terms)
+    weight = found / (1.0 + len(lowered) / 1000.0)
+    return weight / (1.0 + weight)
 
 
 def snippet(text: str, terms: tuple[str, ...]) -> str:
@@ -168,17 +185,27 @@ def search(
             found = _fts_candidates(
                 conn, "messages_fts_word", parsed.word_match, session_id, active_only, id_range, k
             )
-            full |= len(found) >= k
+            full = len(found) >= k
             for rowid, score in found:
-                scores[rowid] = scores.get(rowid, 0.0) + score
+                scores[rowid] = 1.0 + max(score, 0.0)
                 by_word.add(rowid)
+            hits = _rank(conn, scores, by_word, parsed, limit)
+            if len(hits) >= limit:
+                return hits  # substring-only matches would all rank below these
         if parsed.tri_match is not None:
             found = _fts_candidates(
-                conn, "messages_fts_tri", parsed.tri_match, session_id, active_only, id_range, k
+                conn,
+                "messages_fts_tri",
+                parsed.tri_match,
+                session_id,
+                active_only,
+                id_range,
+                k,
+                newest_first=True,
             )
             full |= len(found) >= k
-            for rowid, score in found:
-                scores[rowid] = scores.get(rowid, 0.0) + 0.5 * score
+            for rowid, _ in found:
+                scores.setdefault(rowid, -1.0)  # scored from the text in _rank
         elif parsed.short_terms:
             found = _short_scan(conn, parsed.short_terms, session_id, active_only, k)
             full |= len(found) >= k
@@ -215,6 +242,8 @@ def _rank(
         if short_missing and mid not in by_word:
             continue
         score = scores[mid]
+        if score < 0:
+            score = substring_score(lowered, parsed.terms)
         key = (score, int(active), int(mid))
         if root in best and best[root][0] >= key:
             continue

@@ -1,0 +1,45 @@
+"""An example context engine: user turns plus the last N tool rounds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes_hookspecs import (
+    CompressionRequest,
+    CompressionResult,
+    ContextEngine,
+    NewMessage,
+    hookimpl,
+)
+
+
+class UserTurnsEngine(ContextEngine):
+    """Keeps every user message and the last ``rounds`` assistant rounds with their results."""
+
+    name = "user-turns"
+
+    def __init__(self, rounds: int = 4) -> None:
+        self.rounds = rounds
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        rows = request.messages
+        starts = [i for i, r in enumerate(rows) if r.message.role == "assistant"]
+        keep_from = starts[-self.rounds] if len(starts) >= self.rounds else 0
+        kept: list[NewMessage] = []
+        for index, row in enumerate(rows):
+            if row.message.role == "system":
+                continue
+            if index >= keep_from or (row.message.role == "user" and row.message.kind == "message"):
+                kept.append(NewMessage(message=row.message, origin_id=row.id, token_count=row.token_count))
+        # an assistant round kept from keep_from starts after a cut: never begin with a tool result
+        while kept and kept[0].message.role == "tool":
+            kept.pop(0)
+        if len(kept) >= len([r for r in rows if r.message.role != "system"]):
+            return CompressionResult(status="aborted", engine=self.name, reason="nothing to drop")
+        return CompressionResult(status="compressed", engine=self.name, messages=kept)
+
+
+@hookimpl
+def register_context_engines(register: Any, settings: Any) -> None:
+    options = settings.plugin_options("example_engine") if settings is not None else {}
+    register(UserTurnsEngine(rounds=int(options.get("rounds", 4))))

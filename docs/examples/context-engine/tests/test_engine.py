@@ -1,0 +1,10 @@
+import pytest
+
+from hermes_core.testing.engine_suite import ContextEngineSuite
+from hermes_example_engine import UserTurnsEngine
+
+
+class TestUserTurnsEngine(ContextEngineSuite):
+    @pytest.fixture
+    def engine(self):
+        return UserTurnsEngine(rounds=3)

@@ -1,0 +1,194 @@
+"""The ``lean`` tail (the default): a small verbatim tail and a mechanical memory of the rest.
+
+* **Tail band.** The verbatim tail is the longest run of whole message groups
+  from the end that fits ``hi`` tokens, grown by one group when still under
+  ``lo``, where ``hi = min(lean_tail_max_tokens, threshold_tokens * 0.35)``
+  and ``lo = min(lean_tail_min_tokens, hi / 2)``: 10K-25K tokens on ordinary
+  windows, scaled down on small ones so the tail never dominates the budget.
+* **Chunked digest.** The engine summarises the middle in chunks of
+  ``summary_input_tokens / 3`` tokens, each chunk updating the running handoff.
+* **Identifier Index.** File paths, commit SHAs, PR/issue numbers, URLs,
+  branch names, error lines and exception names from every evicted message,
+  extracted mechanically (:mod:`hermes_plugin_compressor.identifiers`), newest
+  first, round-robin across kinds within ``identifier_budget_tokens``
+  (at most a sixteenth of the threshold); identifiers still in the tail are left
+  out; the previous index is carried forward at lower priority.
+* **User Quotes.** The user's own words from evicted messages, verbatim,
+  within ``user_quote_budget_tokens`` (at most 1/32 of the threshold; the
+  first quote - the task - first, then the newest). The last real user
+  message is not quoted: the engine keeps it verbatim in the active view.
+* **Recovery Pointers.** ``message id`` ranges of everything evicted (per
+  compression, history carried) and the largest evicted items, for session
+  search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hermes_hookspecs import StoredMessage, SummarySection, TailPlan, TailRequest, TailStrategy
+from hermes_plugin_compressor.groups import group_starts, suffix_within
+from hermes_plugin_compressor.identifiers import (
+    KIND_ORDER,
+    IdentifierIndex,
+    IdentifierKind,
+    extract_identifiers,
+    parse_index,
+    render_index,
+)
+from hermes_plugin_compressor.prune import short_args
+
+from .sections import (
+    INDEX_TITLE,
+    POINTERS_TITLE,
+    QUOTES_TITLE,
+    parse_pointer_lines,
+    parse_quotes,
+    render_pointers,
+    select_quotes,
+)
+
+#: the tail's upper bound never exceeds this share of the threshold
+TAIL_SHARE = 0.35
+LARGEST_EVICTED = 5
+
+
+def message_text(row: StoredMessage) -> str:
+    """Content plus tool-call arguments: where identifiers live."""
+    text = row.message.text()
+    calls = row.message.tool_calls
+    if calls:
+        text += "\n" + "\n".join(call.function.arguments for call in calls)
+    return text
+
+
+def recovery_id(row: StoredMessage) -> int:
+    return row.origin_id if row.origin_id is not None else row.id
+
+
+class LeanTail(TailStrategy):
+    """10K-25K token tail, chunked digest, identifier index, quotes, recovery pointers."""
+
+    name = "lean"
+
+    def plan(self, request: TailRequest) -> TailPlan:
+        settings = request.settings
+        rows = request.messages
+        n = len(rows)
+        if n == 0:
+            return TailPlan(tail_start=0)
+        messages = [row.message for row in rows]
+        starts = group_starts(messages)
+        hi = max(1, min(settings.lean_tail_max_tokens, int(settings.threshold_tokens * TAIL_SHARE)))
+        lo = min(settings.lean_tail_min_tokens, hi // 2)
+        start = suffix_within(request.token_counts, starts, hi, min_tokens=lo)
+        last_summary = max((i for i, m in enumerate(messages) if m.kind == "summary"), default=-1)
+        if start <= last_summary:
+            later = [s for s in starts if s > last_summary]
+            start = later[0] if later else n
+        evicted, tail = rows[:start], rows[start:]
+        # the engine carries the last real user message verbatim: not "evicted"
+        carried = max(
+            (i for i, m in enumerate(messages) if m.role == "user" and m.kind == "message"),
+            default=-1,
+        )
+        skip = carried if 0 <= carried < start else -1
+        threshold = settings.threshold_tokens
+        sections = [
+            self._quotes(evicted, skip, min(settings.user_quote_budget_tokens, threshold // 32)),
+            self._index(evicted, tail, min(settings.identifier_budget_tokens, threshold // 16)),
+            self._pointers(
+                evicted, skip, request.token_counts[:start], max(120, min(1_500, threshold // 60))
+            ),
+        ]
+        kept = sum(request.token_counts[start:])
+        return TailPlan(
+            tail_start=start,
+            extra_sections=[section for section in sections if section.body],
+            digest_chunks=max(2_000, settings.summary_input_tokens // 3),
+            notes=[f"lean tail: {n - start} message(s), {kept} tokens (band {lo}-{hi})"],
+        )
+
+    # -- sections ----------------------------------------------------------------
+    @staticmethod
+    def _previous(evicted: Sequence[StoredMessage], title: str) -> str:
+        for row in reversed(evicted):
+            summary = row.message.summary
+            if row.message.kind == "summary" and summary is not None:
+                for section in summary.extra:
+                    if section.title == title:
+                        return section.body
+                return ""
+        return ""
+
+    def _quotes(self, evicted: Sequence[StoredMessage], skip: int, budget: int) -> SummarySection:
+        previous = parse_quotes(self._previous(evicted, QUOTES_TITLE))
+        fresh = [
+            (recovery_id(row), row.message.text())
+            for position, row in enumerate(evicted)
+            if row.message.role == "user" and row.message.kind == "message" and position != skip
+        ]
+        return SummarySection(title=QUOTES_TITLE, body=select_quotes(previous, fresh, budget))
+
+    def _index(
+        self, evicted: Sequence[StoredMessage], tail: Sequence[StoredMessage], budget: int
+    ) -> SummarySection:
+        in_tail: set[str] = set()
+        for row in tail:
+            in_tail.update(value for _kind, value in extract_identifiers(message_text(row)))
+        index = IdentifierIndex()
+        previous = parse_index(self._previous(evicted, INDEX_TITLE))
+        for position, (kind, value) in enumerate(previous):
+            index.add(kind, value, -1.0 - position)
+        # newest first; a kind stops being scanned once it holds more than the
+        # budget could ever show (each entry costs at least 3 tokens)
+        cap = max(1, budget // 3)
+        counts: dict[IdentifierKind, int] = dict.fromkeys(KIND_ORDER, 0)
+        open_kinds = list(KIND_ORDER)
+        for position in range(len(evicted) - 1, -1, -1):
+            row = evicted[position]
+            if row.message.kind != "message":
+                continue
+            for kind, value in extract_identifiers(message_text(row), open_kinds):
+                if value in in_tail:
+                    continue
+                index.add(kind, value, float(position))
+                counts[kind] += 1
+            open_kinds = [kind for kind in open_kinds if counts[kind] < cap]
+            if not open_kinds:
+                break
+        selected = index.select(budget, skip=in_tail.__contains__)
+        return SummarySection(title=INDEX_TITLE, body=render_index(selected))
+
+    def _pointers(
+        self, evicted: Sequence[StoredMessage], skip: int, counts: Sequence[int], budget: int
+    ) -> SummarySection:
+        previous = parse_pointer_lines(self._previous(evicted, POINTERS_TITLE))
+        ids: list[int] = []
+        sized: list[tuple[int, int]] = []
+        for position, row in enumerate(evicted):
+            if row.message.kind != "message" or position == skip:
+                continue
+            ids.append(recovery_id(row))
+            sized.append((counts[position], position))
+        sized.sort(reverse=True)
+        largest = [self._label(evicted, position) for _tokens, position in sized[:LARGEST_EVICTED]]
+        body = render_pointers(ids, largest, previous, budget)
+        return SummarySection(title=POINTERS_TITLE, body=body if ids or previous else "")
+
+    @staticmethod
+    def _label(evicted: Sequence[StoredMessage], position: int) -> str:
+        row = evicted[position]
+        message = row.message
+        size = f"{len(message.text()):,} chars"
+        if message.role == "tool":
+            for back in range(position - 1, -1, -1):
+                calls = evicted[back].message.tool_calls
+                if evicted[back].message.role != "tool":
+                    for call in calls or []:
+                        if call.id == message.tool_call_id:
+                            args = short_args(call.function.arguments, 60)
+                            what = f"{call.function.name}: {args}"
+                            return f"message id {recovery_id(row)} ({what}, {size})"
+                    break
+        return f"message id {recovery_id(row)} ({message.role}, {size})"
