@@ -204,7 +204,18 @@ def _replay_turn(session: Any, messages: list[Message], report: ReplayReport) ->
             request = turn.prepare(turn_user)
             _note_request(session, request, report)
         turn.commit()
-    for event in session.hermes.store().compaction_events(session.id)[len(report.compressions) :]:
+    _note_compressions(session, report)
+
+
+def _note_request(session: Any, request: Any, report: ReplayReport) -> None:
+    report.requests += 1
+    report.request_tokens.append(request.prompt_tokens)
+    _note_compressions(session, report)
+
+
+def _note_compressions(session: Any, report: ReplayReport) -> None:
+    events = session.hermes.store().compaction_events(session.id)
+    for event in events[len(report.compressions) :]:
         report.compressions.append(
             CompressionInfo(
                 request_index=report.requests,
@@ -217,11 +228,6 @@ def _replay_turn(session: Any, messages: list[Message], report: ReplayReport) ->
                 backend=event.backend,
             )
         )
-
-
-def _note_request(session: Any, request: Any, report: ReplayReport) -> None:
-    report.requests += 1
-    report.request_tokens.append(request.prompt_tokens)
 
 
 def _finish(hermes: Hermes, session: Any, report: ReplayReport, probes: list[Probe]) -> None:

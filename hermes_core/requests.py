@@ -34,11 +34,9 @@ def message_to_response_items(message: dict[str, Any]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     text = _text_of(message.get("content"))
     if text or not message.get("tool_calls"):
-        part = "output_text" if role == "assistant" else "input_text"
+        # the "easy" input message form: string content, valid for every role
         wire_role = "developer" if role == "system" else role
-        items.append(
-            {"type": "message", "role": wire_role, "content": [{"type": part, "text": text}]}
-        )
+        items.append({"type": "message", "role": wire_role, "content": text})
     for call in message.get("tool_calls") or []:
         items.append(
             {

@@ -424,6 +424,8 @@ class Turn:
         self._answered: set[str] = set()
         self._pending_entry: Any = None
         self._user_text = ""
+        self._committed: list[Message] = []
+        self._prepared = False
         self._done = False
         self._renewer = _Renewer(self, ttl)
         self._renewer.start()
@@ -467,8 +469,9 @@ class Turn:
             self._user_text = message.text()
             api_content = self._inject(message)
             self._add_pending(message, api_content)
-        elif not self.pending:
+        elif not self._prepared:
             raise ValidationError("the first prepare() of a turn needs a user message")
+        self._prepared = True
         compressed = self._maybe_compress(preflight=True)
         messages = [self.session.system_message(), *self.session._api, *self._pending_api]
         messages = self._select(messages)
@@ -571,7 +574,7 @@ class Turn:
     def record_response(self, message: Any, usage: Usage | dict[str, Any] | None = None) -> Message:
         """Record the model's assistant message (wire dict or Message) and its usage."""
         self._check()
-        if not self.pending:
+        if not self._prepared:
             raise ValidationError("record_response() before prepare()")
         assistant = to_message(message, "assistant", "assistant message")
         self._add_pending(assistant)
@@ -622,11 +625,14 @@ class Turn:
         s = self.session
         try:
             stored: list[StoredMessage] = []
-            if self.pending:
-                stored = self.hermes.store().append_messages(s.id, self.pending, lease=self.lease)
-                with s._lock:
-                    s._extend_cache(stored, self._pending_api)
-                messages = [m.message for m in self.pending]
+            if self.pending or self._committed:
+                if self.pending:
+                    stored = self.hermes.store().append_messages(
+                        s.id, self.pending, lease=self.lease
+                    )
+                    with s._lock:
+                        s._extend_cache(stored, self._pending_api)
+                messages = self._committed + [m.message for m in self.pending]
                 self.hermes.pm.hook.on_turn_committed(
                     session=s.record, turn_id=self.id, messages=messages
                 )
@@ -651,6 +657,17 @@ class Turn:
             return stored
         finally:
             self._finish()
+
+    def _checkpoint(self) -> list[StoredMessage]:
+        """Append this turn's messages so far (fenced), keeping the turn open."""
+        s = self.session
+        stored = self.hermes.store().append_messages(s.id, self.pending, lease=self.lease)
+        with s._lock:
+            s._extend_cache(stored, self._pending_api)
+        self._committed.extend(m.message for m in self.pending)
+        self.pending = []
+        self._pending_api = []
+        return stored
 
     def abort(self) -> None:
         """Drop the turn's uncommitted messages and release the lease."""
@@ -677,11 +694,15 @@ class Turn:
         total = s.active_tokens + self._pending_tokens()
         threshold = self._threshold()
         due = s._compression_due or total >= threshold
-        if not due or not s._rows:
+        if not due or not (s._rows or self.pending):
             return False
         engines = self.hermes.registry.names("engines")
         if engines and not self.hermes.engine().should_compress(s.id, total, threshold):
             return False
+        if self.pending and not self._open_calls:
+            # a long turn (many tool rounds) outgrew the window: checkpoint the rounds
+            # so far under the lease, so the compaction can cover them too
+            self._checkpoint()
         outcome = self.compress(reason="preflight" if preflight else "post-response")
         return outcome.status == "compressed"
 

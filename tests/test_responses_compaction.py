@@ -351,13 +351,6 @@ def test_compaction_item_is_sent_verbatim_in_the_next_compact_and_responses_requ
     assert fake.requests_to("responses")[0].body["input"][1] == item
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core: Message.to_api() drops provider_item, so StoredMessage.to_api() gives "
-        "{'role': 'assistant', 'content': None} and the Responses body loses the item"
-    ),
-)
 def test_stored_compaction_record_renders_verbatim_through_to_api(fake: FakeOpenAIServer) -> None:
     item = {"id": "cmp_1", "type": "compaction", "encrypted_content": "enc_abc"}
     (row,) = stored([(compaction_message(item), None)])
@@ -796,13 +789,6 @@ def test_hermes_rejects_bad_backend_settings_by_name(tmp_path: Path) -> None:
         host.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core: Message.to_api() drops provider_item, so the runtime's next request "
-        "renders the compaction record as an empty assistant message"
-    ),
-)
 def test_hermes_next_request_resends_the_item_verbatim(
     tmp_path: Path, fake: FakeOpenAIServer
 ) -> None:
@@ -815,7 +801,18 @@ def test_hermes_next_request_resends_the_item_verbatim(
             request = turn.prepare("third question")
             turn.abort()
         body = request.responses_body()
-        assert item in body["input"]
+        assert [i.get("role", i["type"]) for i in body["input"]] == [
+            "user",
+            "user",
+            "compaction",
+            "user",
+        ]
+        assert body["input"][2] == item  # verbatim
+        assert all("provider_item" not in m for m in request.chat_body()["messages"])
+        _force(CREATE_PARAMS.validate_python(body))
+        with httpx.Client() as client:
+            assert client.post(f"{fake.base_url}/responses", json=body).status_code == 200
+        assert fake.requests_to("responses")[0].body["input"][2] == item
     finally:
         host.close()
 
@@ -838,5 +835,36 @@ def test_core_responses_body_with_assistant_history_is_a_valid_request(
             request = turn.prepare("third question")
             turn.abort()
         _force(CREATE_PARAMS.validate_python(request.responses_body()))
+    finally:
+        host.close()
+
+
+def test_hermes_inline_records_the_provider_item_and_prunes_on_the_local_trigger(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    host = make_host(tmp_path, config(fake, route="inline"))
+    try:
+        session = host.new_session(provider="openai")
+        with session.turn() as turn:
+            turn.prepare("first question about the zebra parser")
+            turn.record_response({"role": "assistant", "content": "first answer mentions quokka"})
+            turn.commit()
+        # the provider compacted in-line: its output is [compaction item, assistant message]
+        item = {"id": "cmp_inline", "type": "compaction", "encrypted_content": "enc_inline"}
+        with session.turn() as turn:
+            turn.prepare("second question")
+            turn.record_response(compaction_message(item))
+            turn.record_response({"role": "assistant", "content": "second answer"})
+            turn.commit()
+        outcome = session.compress()
+        assert (outcome.status, outcome.backend) == ("compressed", "responses")
+        assert fake.requests == []  # pruning needs no network call
+        active = host.store().active_messages(session.id)
+        assert [(r.message.kind, r.message.content) for r in active] == [
+            ("compaction", None),
+            ("message", "second answer"),
+        ]
+        assert active[0].message.provider_item == item
+        assert session.search("quokka")[0].compacted is True
     finally:
         host.close()

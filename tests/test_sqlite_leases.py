@@ -118,7 +118,7 @@ def test_waiter_times_out_then_is_woken_by_a_release(store: SqliteSessionStore, 
     start = time.monotonic()
     with pytest.raises(LeaseBusy, match="after waiting"):
         store.acquire_lease(sid, LeaseHolder(name="waiter"), ttl=5, timeout=0.3)
-    assert 0.3 <= time.monotonic() - start < 0.6
+    assert 0.3 <= time.monotonic() - start < 1.5
     released_at: list[float] = []
 
     def release_later() -> None:
@@ -132,13 +132,13 @@ def test_waiter_times_out_then_is_woken_by_a_release(store: SqliteSessionStore, 
     woke = time.monotonic()
     thread.join()
     assert grant.token == held.token + 1
-    assert woke - released_at[0] < 0.1
+    assert woke - released_at[0] < 0.25  # a one-second poll would miss this
 
 
 def test_lease_keeper_renews_and_reports_loss(store: SqliteSessionStore, sid: str) -> None:
-    grant = store.acquire_lease(sid, LeaseHolder(name="keeper"), ttl=0.3)
-    with LeaseKeeper(store, grant, ttl=0.3, every=0.05) as keeper:
-        time.sleep(0.6)  # twice the ttl
+    grant = store.acquire_lease(sid, LeaseHolder(name="keeper"), ttl=0.6)
+    with LeaseKeeper(store, grant, ttl=0.6, every=0.1) as keeper:
+        time.sleep(1.3)  # twice the ttl
         store.append_messages(sid, [user("still mine")], lease=keeper.check())
     assert store.current_lease(sid) is None  # released on exit
     grant = store.acquire_lease(sid, LeaseHolder(name="keeper"), ttl=0.3)
@@ -210,7 +210,7 @@ def test_sigstopped_holder_loses_its_lease(store: SqliteSessionStore, sid: str) 
         start = time.monotonic()
         grant = store.acquire_lease(sid, LeaseHolder(name="successor"), ttl=10, timeout=5)
         waited = time.monotonic() - start
-        assert grant.token == old_token + 1 and waited < 1.0
+        assert grant.token == old_token + 1 and waited < 3.0
         store.append_messages(sid, [user("successor wrote")], lease=grant)
     finally:
         os.kill(proc.pid, signal.SIGCONT)
@@ -240,7 +240,7 @@ def test_handover_between_processes_is_prompt(store: SqliteSessionStore, sid: st
         if t + 1 in by_token
     ]
     assert len(gaps) == 29
-    assert statistics.median(gaps) < 0.05, gaps  # not a one-second poll
+    assert statistics.median(gaps) < 0.1, gaps  # not a one-second poll
 
 
 def _torture() -> ModuleType:

@@ -258,39 +258,47 @@ class IdentifierIndex:
     def select(
         self, budget_tokens: int, *, skip: Callable[[str], bool] | None = None
     ) -> dict[IdentifierKind, list[str]]:
-        """Pick identifiers round-robin across kinds, newest first, within ``budget_tokens``.
+        """Pick identifiers newest first within ``budget_tokens``, sharing tokens across kinds.
 
-        ``skip(value)`` drops identifiers that need no index entry (for
-        instance because they are still in the verbatim tail).
+        Each step serves the kind that has spent the fewest tokens so far, so
+        long error lines cannot crowd out paths and SHAs (nor the reverse).
+        ``skip(value)`` drops identifiers that need no entry (for instance
+        because they are still in the verbatim tail). An error line that
+        starts like an already chosen, shorter one is a near-duplicate and is
+        left out.
         """
         queues: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
         ordered = sorted(self._rank.items(), key=lambda item: -item[1])
         for (kind, value), _rank in ordered:
-            queues[kind].append(value)
+            if skip is None or not skip(value):
+                queues[kind].append(value)
         chosen: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
+        spent = dict.fromkeys(KIND_ORDER, 0)
         cursors = dict.fromkeys(KIND_ORDER, 0)
         left = budget_tokens
         active = [kind for kind in KIND_ORDER if queues[kind]]
         while active and left > 0:
-            still: list[IdentifierKind] = []
-            for kind in active:
-                queue = queues[kind]
-                cursor = cursors[kind]
-                while cursor < len(queue):
-                    value = queue[cursor]
-                    cursor += 1
-                    if skip is not None and skip(value):
-                        continue
-                    cost = estimate_tokens(value) + (4 if not chosen[kind] else 0)
-                    if cost <= left:
-                        chosen[kind].append(value)
-                        left -= cost
-                        break
-                cursors[kind] = cursor
-                if cursor < len(queue):
-                    still.append(kind)
-            active = still
+            kind = min(active, key=lambda k: (spent[k], KIND_ORDER.index(k)))
+            queue = queues[kind]
+            value = queue[cursors[kind]]
+            cursors[kind] += 1
+            if cursors[kind] >= len(queue):
+                active.remove(kind)
+            if kind == "error" and _near_duplicate(value, chosen["error"]):
+                continue
+            cost = estimate_tokens(value) + (4 if not chosen[kind] else 0)
+            if cost <= left:
+                chosen[kind].append(value)
+                left -= cost
+                spent[kind] += cost
+            else:
+                spent[kind] += cost  # too big now: let the other kinds go first
         return {kind: values for kind, values in chosen.items() if values}
+
+
+def _near_duplicate(line: str, chosen: list[str]) -> bool:
+    head = line[:60]
+    return any(other[:60] == head for other in chosen)
 
 
 def render_index(selected: dict[IdentifierKind, list[str]]) -> str:

@@ -129,8 +129,6 @@ def fence(conn: psycopg.Connection[Any], session_id: str, lease: LeaseGrant | No
                 f"session {session_id!r} is leased ({row.describe()}); write with that lease"
             )
         return
-    if True:
-        return
     if lease.session_id != session_id:
         raise LeaseLost(f"lease is for session {lease.session_id!r}, not {session_id!r}")
     if row.token != lease.token:

@@ -10,8 +10,8 @@
 * **Identifier Index.** File paths, commit SHAs, PR/issue numbers, URLs,
   branch names, error lines and exception names from every evicted message,
   extracted mechanically (:mod:`hermes_plugin_compressor.identifiers`), newest
-  first, round-robin across kinds within ``identifier_budget_tokens``
-  (at most a sixteenth of the threshold); identifiers still in the tail are left
+  first, sharing tokens evenly across kinds within ``identifier_budget_tokens``
+  (at most a twelfth of the threshold); identifiers still in the tail are left
   out; the previous index is carried forward at lower priority.
 * **User Quotes.** The user's own words from evicted messages, verbatim,
   within ``user_quote_budget_tokens`` (at most 1/32 of the threshold; the
@@ -96,7 +96,7 @@ class LeanTail(TailStrategy):
         threshold = settings.threshold_tokens
         sections = [
             self._quotes(evicted, skip, min(settings.user_quote_budget_tokens, threshold // 32)),
-            self._index(evicted, tail, min(settings.identifier_budget_tokens, threshold // 16)),
+            self._index(evicted, tail, min(settings.identifier_budget_tokens, threshold // 12)),
             self._pointers(
                 evicted, skip, request.token_counts[:start], max(120, min(1_500, threshold // 60))
             ),
@@ -149,10 +149,14 @@ class LeanTail(TailStrategy):
             row = evicted[position]
             if row.message.kind != "message":
                 continue
-            for kind, value in extract_identifiers(message_text(row), open_kinds):
+            found = extract_identifiers(message_text(row), open_kinds)
+            step = 1.0 / (len(found) + 1)
+            for order, (kind, value) in enumerate(found):
                 if value in in_tail:
                     continue
-                index.add(kind, value, float(position))
+                # later in the message is newer; extraction groups by kind, so
+                # order within a kind is the text's order
+                index.add(kind, value, position + order * step)
                 counts[kind] += 1
             open_kinds = [kind for kind in open_kinds if counts[kind] < cap]
             if not open_kinds:
