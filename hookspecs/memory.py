@@ -59,7 +59,11 @@ class MemoryProvider:
         return True
 
     def initialize(self, session: MemorySession) -> None:
-        """Prepare for a session (called once per session, before the prompt is built)."""
+        """Prepare for a session, before its prompt is built.
+
+        Called again before each rebuild of that session's prompt (compaction),
+        so make it idempotent; the builtin provider takes its prompt snapshot here.
+        """
 
     def system_prompt_block(self, session_id: str) -> str | None:
         """Text for the volatile layer; read only when the prompt is (re)built."""

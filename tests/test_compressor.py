@@ -1,4 +1,4 @@
-"""The ``compressor`` engine: phases, repair, failure policy, status, quality on a real transcript."""
+"""The ``compressor`` engine: phases, repair, failure policy, status, real-transcript quality."""
 
 from __future__ import annotations
 

@@ -220,15 +220,15 @@ def test_hanging_prefetch_is_cut_off_and_the_late_result_discarded(
 def test_slow_but_in_time_prefetch_is_used_and_runs_in_parallel(
     make_manager: Callable[..., MemoryManager],
 ) -> None:
-    builtin = SleepyProvider(0.15)
+    builtin = SleepyProvider(0.3)
     builtin.name = "builtin"
-    external = SleepyProvider(0.15)
-    manager = make_manager(external, builtin=builtin, prefetch_timeout=1.0)
+    external = SleepyProvider(0.3)
+    manager = make_manager(external, builtin=builtin, prefetch_timeout=2.0)
     started = time.monotonic()
     recall = manager.prefetch("q", "s")
     elapsed = time.monotonic() - started
     assert recall == "echo recall\n\necho recall"
-    assert elapsed < 0.28, f"providers ran one after the other ({elapsed:.2f}s)"
+    assert elapsed < 0.55, f"providers ran one after the other ({elapsed:.2f}s)"
 
 
 def test_a_provider_hanging_on_every_call_does_not_pile_up_threads(

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -218,6 +219,11 @@ class _MarkerProvider(MemoryProvider):
         return "suite-builtin block"
 
 
+def _returned(method: Callable[..., object], *args: Any) -> object:
+    """What ``method(*args)`` returned (for checking methods documented to return None)."""
+    return method(*args)
+
+
 def _dump(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
@@ -328,7 +334,7 @@ class MemoryProviderSuite:
     def test_initialize_returns_none(
         self, provider: MemoryProvider, session: MemorySession
     ) -> None:
-        assert provider.initialize(session) is None
+        assert _returned(provider.initialize, session) is None
 
     def test_system_prompt_block_is_text_or_none(self, ready: MemoryProvider) -> None:
         block = ready.system_prompt_block(self.session_id)
@@ -348,7 +354,7 @@ class MemoryProviderSuite:
 
     def test_sync_turn_accepts_ordinary_turns(self, ready: MemoryProvider) -> None:
         for turn in ordinary_turns(self.session_id):
-            assert ready.sync_turn(turn) is None
+            assert _returned(ready.sync_turn, turn) is None
 
     def test_on_pre_compress_returns_list_of_str(self, ready: MemoryProvider) -> None:
         messages = [m for turn in ordinary_turns(self.session_id) for m in turn.messages]
@@ -361,9 +367,11 @@ class MemoryProviderSuite:
 
     def test_session_switch_and_end_accept_every_reason(self, ready: MemoryProvider) -> None:
         for reason in SWITCH_REASONS:
-            assert ready.on_session_switch(self.session_id, f"{reason}-next", reason) is None
-        assert ready.on_session_switch(self.session_id, self.session_id, "compression") is None
-        assert ready.on_session_end(self.session_id, "user") is None
+            switch = ready.on_session_switch
+            assert _returned(switch, self.session_id, f"{reason}-next", reason) is None
+        same = (self.session_id, self.session_id, "compression")
+        assert _returned(ready.on_session_switch, *same) is None
+        assert _returned(ready.on_session_end, self.session_id, "user") is None
 
     def test_tool_schemas_are_valid_openai_function_tools(self, provider: MemoryProvider) -> None:
         schemas = provider.tool_schemas()
@@ -384,7 +392,7 @@ class MemoryProviderSuite:
             assert isinstance(result, str), f"tool {name!r} returned {result!r}; expected str"
 
     def test_shutdown_returns_none(self, provider: MemoryProvider) -> None:
-        assert provider.shutdown() is None
+        assert _returned(provider.shutdown) is None
 
     # -- the provider inside the manager ------------------------------------------
     def test_manager_routes_calls_to_the_provider(

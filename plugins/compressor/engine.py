@@ -374,11 +374,11 @@ class _Work:
             self._fail(error)
             result = self._fallback(middle, previous, max_output, error)
         except Exception as exc:  # a third-party summarizer's bug: a non-aborting failure
-            error = SummarizerError(
+            bug = SummarizerError(
                 "other", f"{type(exc).__name__}: {exc}", summarizer=summarizer.name
             )
-            self._fail(error)
-            result = self._fallback(middle, previous, max_output, error)
+            self._fail(bug)
+            result = self._fallback(middle, previous, max_output, bug)
         else:
             self.state.record_summary_success()
         summary = result.summary.model_copy(deep=True)
@@ -480,15 +480,16 @@ class _Work:
             self._add_usage(result.usage)
             return result
         running = previous
-        result: SummaryResult | None = None
+        last: SummaryResult | None = None
         for chunk in bounded.chunks or [[]]:
-            result = summarizer.summarize(self._summary_request(chunk, running, max_output))
-            self._add_usage(result.usage)
-            running = result.summary
+            last = summarizer.summarize(self._summary_request(chunk, running, max_output))
+            self._add_usage(last.usage)
+            running = last.summary
         if len(bounded.chunks) > 1:
             self.notes.append(f"digest of the middle in {len(bounded.chunks)} chunks")
-        assert result is not None
-        return result
+        if last is None:  # pragma: no cover - the loop runs at least once
+            raise HermesError("internal: no summary chunk was summarized")
+        return last
 
     def _prefix(self, summarizer: Summarizer, max_output: int) -> list[Message] | None:
         if not self.settings.summary_prefix_reuse:

@@ -242,11 +242,16 @@ class IdentifierIndex:
     def __len__(self) -> int:
         return len(self._rank)
 
-    def add(self, kind: IdentifierKind, value: str, rank: float) -> None:
-        """Record ``value``; a higher ``rank`` means more recent (the highest rank is kept)."""
+    def add(self, kind: IdentifierKind, value: str, rank: float) -> bool:
+        """Record ``value`` (a higher ``rank`` is more recent; the highest is kept).
+
+        Returns True when the identifier was not in the index before.
+        """
         key = (kind, value)
-        if rank > self._rank.get(key, -math.inf):
+        known = self._rank.get(key)
+        if known is None or rank > known:
             self._rank[key] = rank
+        return known is None
 
     def add_all(self, items: Iterable[tuple[IdentifierKind, str]], rank: float) -> None:
         for kind, value in items:

@@ -84,7 +84,12 @@ class LeaseRow:
         if self.holder is None:
             return "never granted"
         h = self.holder
-        state = "released" if self.released else f"{self.remaining:.3f}s left"
+        if self.released:
+            state = "released"
+        elif self.remaining <= 0:
+            state = f"expired {-self.remaining:.3f}s ago"
+        else:
+            state = f"{self.remaining:.3f}s left"
         return f"held by {h.name!r} (pid {h.pid} on {h.host}), token {self.token}, {state}"
 
 
@@ -232,7 +237,7 @@ def renew(conn: psycopg.Connection[Any], lease: LeaseGrant, ttl: float) -> Lease
             current = load(conn, lease.session_id)
             raise LeaseLost(
                 f"cannot renew lease token {lease.token} on session {lease.session_id!r}: "
-                f"it moved on ({current.describe()})"
+                f"it is no longer live (now {current.describe()})"
             )
     return lease.model_copy(update={"expires_at": float(row[0])})
 

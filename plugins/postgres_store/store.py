@@ -199,9 +199,7 @@ class PostgresSessionStore(SessionStore):
                     "SELECT 1 FROM sessions WHERE id = %s", (new.parent_id,)
                 ).fetchone()
                 if parent is None:
-                    raise ValidationError(
-                        f"parent_id = {new.parent_id!r}: no such session to be the parent"
-                    )
+                    raise NotFoundError(f"parent session {new.parent_id!r} not found")
             row = conn.execute(
                 "INSERT INTO sessions (id, title, cwd, goal, routing, model, provider, parent_id, "
                 f"created_at, updated_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, {NOW}, "
@@ -459,12 +457,12 @@ class PostgresSessionStore(SessionStore):
     def record_usage(self, record: UsageRecord) -> None:
         u = record.usage
         with self._tx() as conn:
-            conn.execute(
+            done = conn.execute(
                 "INSERT INTO usage_records (session_id, turn_id, input_tokens, output_tokens, "
                 "cache_read_tokens, cache_write_tokens, reasoning_tokens, model, created_at) "
-                f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}))",
+                f"SELECT id, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}) "
+                "FROM sessions WHERE id = %s RETURNING 1",
                 (
-                    record.session_id,
                     record.turn_id,
                     u.input_tokens,
                     u.output_tokens,
@@ -473,8 +471,11 @@ class PostgresSessionStore(SessionStore):
                     u.reasoning_tokens,
                     u.model,
                     record.created_at,
+                    record.session_id,
                 ),
-            )
+            ).fetchone()
+        if done is None:
+            raise NotFoundError(f"session {record.session_id!r} not found")
 
     def usage(self, session_id: str) -> list[UsageRecord]:
         with self._conn() as conn:
@@ -488,11 +489,11 @@ class PostgresSessionStore(SessionStore):
 
     def record_prefix(self, entry: PrefixEntry) -> None:
         with self._tx() as conn:
-            conn.execute(
-                f"INSERT INTO prefix_ledger ({PREFIX_COLUMNS}) VALUES "
-                f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}))",
+            done = conn.execute(
+                f"INSERT INTO prefix_ledger ({PREFIX_COLUMNS}) "
+                f"SELECT id, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}) "
+                "FROM sessions WHERE id = %s RETURNING 1",
                 (
-                    entry.session_id,
                     entry.request_index,
                     entry.request_hash,
                     entry.request_tokens,
@@ -502,8 +503,11 @@ class PostgresSessionStore(SessionStore):
                     entry.break_reason,
                     entry.provider_cached_tokens,
                     entry.created_at,
+                    entry.session_id,
                 ),
-            )
+            ).fetchone()
+        if done is None:
+            raise NotFoundError(f"session {entry.session_id!r} not found")
 
     def prefix_entries(self, session_id: str) -> list[PrefixEntry]:
         with self._conn() as conn:

@@ -1,12 +1,11 @@
 """Conversion between stored messages and OpenAI Responses items.
 
-Outbound, each row's wire dict (``api_content`` sidecar included: the bytes
-once sent) becomes Responses input items that the official ``openai`` types
-accept: user and system text as ``input_text`` parts (system as the
-``developer`` role), images as ``input_image``, assistant text as a string
-``content``, tool calls as ``function_call`` and results as
-``function_call_output``; a stored compaction record is sent as its opaque
-``provider_item``, verbatim.
+Outbound, the active view is rendered exactly as the core renders the
+session's requests (:func:`hermes_core.requests.message_to_response_items`
+over each row's wire dict, ``api_content`` sidecar included), so the provider
+compacts the bytes the model saw and can reuse their cached prefix; a stored
+compaction record is sent as its opaque ``provider_item``, verbatim, and any
+other provider item (another backend's marker) is refused.
 
 Inbound, the compacted window's kept items are matched back to the rows they
 came from (same item type, role and text), so a kept message keeps its
@@ -21,6 +20,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from hermes_hookspecs import (
@@ -29,20 +30,18 @@ from hermes_hookspecs import (
     StoredMessage,
     ToolCall,
     ToolFunction,
-    content_text,
 )
 from hermes_hookspecs.messages import Role
+
+from hermes_core.requests import message_to_response_items
 
 from .client import COMPACTION_ITEM_TYPE, check_compaction_item
 from .errors import ResponsesCompactionError
 
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_ROLES: dict[str, Role] = {
-    "user": "user",
-    "assistant": "assistant",
-    "developer": "system",
-    "system": "system",
-}
+_ROLES: Mapping[str, Role] = MappingProxyType(
+    {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}
+)
 _SERVER_KEYS = frozenset({"id", "status"})
 
 
@@ -70,56 +69,7 @@ def row_items(row: StoredMessage) -> list[dict[str, Any]]:
                 "which the Responses API cannot read",
             )
         return [item]
-    return wire_items(row.to_api())
-
-
-def _input_part(part: Any) -> dict[str, Any]:
-    kind = part.get("type") if isinstance(part, dict) else None
-    if kind in TEXT_PARTS:
-        return {"type": "input_text", "text": str(part.get("text", ""))}
-    if kind in ("input_image", "input_file"):
-        return dict(part)
-    if kind == "image_url":
-        image = part.get("image_url")
-        url = image.get("url") if isinstance(image, dict) else image
-        detail = image.get("detail", "auto") if isinstance(image, dict) else "auto"
-        return {"type": "input_image", "image_url": str(url), "detail": detail}
-    return {"type": "input_text", "text": f"[{kind}]"}
-
-
-def wire_items(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """One chat-completions wire dict as Responses input items (see the module docstring)."""
-    role = message.get("role")
-    content = message.get("content")
-    if role == "tool":
-        return [
-            {
-                "type": "function_call_output",
-                "call_id": str(message.get("tool_call_id")),
-                "output": content_text(content),
-            }
-        ]
-    items: list[dict[str, Any]] = []
-    if role == "assistant":
-        text = content_text(content)
-        if text or not message.get("tool_calls"):
-            items.append({"type": "message", "role": "assistant", "content": text})
-        for call in message.get("tool_calls") or []:
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": call["id"],
-                    "name": call["function"]["name"],
-                    "arguments": call["function"]["arguments"],
-                }
-            )
-        return items
-    if isinstance(content, list):
-        parts = [_input_part(part) for part in content]
-    else:
-        parts = [{"type": "input_text", "text": content or ""}]
-    wire_role = "developer" if role == "system" else "user"
-    return [{"type": "message", "role": wire_role, "content": parts}]
+    return message_to_response_items(row.to_api())
 
 
 def input_items(rows: list[StoredMessage]) -> list[dict[str, Any]]:

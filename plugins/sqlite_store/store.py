@@ -487,13 +487,20 @@ class SqliteSessionStore(SessionStore):
         def body(conn: sqlite3.Connection) -> CompactionCommit:
             parent = self._session(conn, session_id)
             leases.fence(conn, session_id, lease)
-            active = conn.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND active = 1 "
-                "ORDER BY position",
-                (session_id,),
-            ).fetchall()
-            carried = [message_from_row(row) for row in active if row[0] > watermark]
-            archived = len(active) - len(carried)
+            archived = int(
+                conn.execute(
+                    "SELECT count(*) FROM messages WHERE session_id = ? AND active = 1 AND id <= ?",
+                    (session_id, watermark),
+                ).fetchone()[0]
+            )
+            carried = [
+                message_from_row(row)
+                for row in conn.execute(
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages "
+                    "WHERE session_id = ? AND active = 1 AND id > ? ORDER BY position",
+                    (session_id, watermark),
+                ).fetchall()
+            ]
             view = pairing_rows(batch) + [
                 (
                     m.message.role,

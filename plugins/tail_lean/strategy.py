@@ -12,7 +12,10 @@
   extracted mechanically (:mod:`hermes_plugin_compressor.identifiers`), newest
   first, sharing tokens evenly across kinds within ``identifier_budget_tokens``
   (at most a twelfth of the threshold); identifiers still in the tail are left
-  out; the previous index is carried forward at lower priority.
+  out; the previous index is carried forward at lower priority. Scanning goes
+  from the newest evicted message back and stops, per kind, once the
+  candidates found would cost twice the budget (older ones could never be
+  shown), so the cost follows the budget rather than the session's length.
 * **User Quotes.** The user's own words from evicted messages, verbatim,
   within ``user_quote_budget_tokens`` (at most 1/32 of the threshold; the
   first quote - the task - first, then the newest). The last real user
@@ -32,6 +35,7 @@ from hermes_plugin_compressor.identifiers import (
     KIND_ORDER,
     IdentifierIndex,
     IdentifierKind,
+    estimate_tokens,
     extract_identifiers,
     parse_index,
     render_index,
@@ -140,10 +144,10 @@ class LeanTail(TailStrategy):
         previous = parse_index(self._previous(evicted, INDEX_TITLE))
         for position, (kind, value) in enumerate(previous):
             index.add(kind, value, -1.0 - position)
-        # newest first; a kind stops being scanned once it holds more than the
-        # budget could ever show (each entry costs at least 3 tokens)
-        cap = max(1, budget // 3)
-        counts: dict[IdentifierKind, int] = dict.fromkeys(KIND_ORDER, 0)
+        # newest first; a kind stops being scanned once its candidates would
+        # cost twice the whole budget: older ones could never be shown
+        cap = 2 * budget
+        spent: dict[IdentifierKind, int] = dict.fromkeys(KIND_ORDER, 0)
         open_kinds = list(KIND_ORDER)
         for position in range(len(evicted) - 1, -1, -1):
             row = evicted[position]
@@ -156,9 +160,9 @@ class LeanTail(TailStrategy):
                     continue
                 # later in the message is newer; extraction groups by kind, so
                 # order within a kind is the text's order
-                index.add(kind, value, position + order * step)
-                counts[kind] += 1
-            open_kinds = [kind for kind in open_kinds if counts[kind] < cap]
+                if index.add(kind, value, position + order * step):
+                    spent[kind] += estimate_tokens(value)
+            open_kinds = [kind for kind in open_kinds if spent[kind] < cap]
             if not open_kinds:
                 break
         selected = index.select(budget, skip=in_tail.__contains__)

@@ -100,6 +100,7 @@ class KeywordMemoryProvider(MemoryProvider):
 
     # -- storage ---------------------------------------------------------------
     def _load(self) -> dict[str, Any]:
+        data: dict[str, Any]
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
