@@ -34,6 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hermes_core.config import Settings
+from hermes_core.identifiers import extract_all, flatten
+from hermes_core.thresholds import effective_threshold
 from hermes_hookspecs import (
     CompressionRequest,
     CompressionResult,
@@ -52,10 +55,6 @@ from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
 from hermes_plugin_tail_lean import LeanTail
 from hermes_plugin_tail_legacy import LegacyTail
 from hermes_plugin_tiktoken_counter.counter import TiktokenCounter
-
-from hermes_core.config import Settings
-from hermes_core.identifiers import extract_all, flatten
-from hermes_core.thresholds import effective_threshold
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"

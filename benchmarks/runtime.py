@@ -40,7 +40,9 @@ def build(size: int, folder: Path) -> tuple[Any, Any]:
     batch = []
     for i in range(size):
         role = "user" if i % 2 == 0 else "assistant"
-        batch.append(NewMessage(message=Message(role=role, content=f"message {i} " + "lorem ipsum " * 20)))
+        batch.append(
+            NewMessage(message=Message(role=role, content=f"message {i} " + "lorem ipsum " * 20))
+        )
     store = hermes.store()
     for start in range(0, size, 1000):
         store.append_messages(session.id, batch[start : start + 1000])
@@ -85,8 +87,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "p50_ms": round(statistics.median(times) * 1000, 3),
                 "p95_ms": round(q[18] * 1000, 3),
             }
-            print(f"{size:>6} active messages: p50 {results['sizes'][str(size)]['p50_ms']:.3f} ms, "
-                  f"p95 {results['sizes'][str(size)]['p95_ms']:.3f} ms")
+            print(
+                f"{size:>6} active messages: p50 {results['sizes'][str(size)]['p50_ms']:.3f} ms, "
+                f"p95 {results['sizes'][str(size)]['p95_ms']:.3f} ms"
+            )
     lo, hi = str(sizes[0]), str(sizes[-1])
     ratio = results["sizes"][hi]["p50_ms"] / results["sizes"][lo]["p50_ms"]
     results["growth_ratio"] = round(ratio, 3)

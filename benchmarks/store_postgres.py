@@ -37,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
+
 from hermes_hookspecs.messages import Message
 from hermes_hookspecs.records import LeaseHolder, NewMessage, NewSession
 from hermes_plugin_postgres_store import PostgresSessionStore
 from hermes_plugin_postgres_store.testing import drop_schema, find_dsn
-from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import store_sqlite

@@ -38,7 +38,7 @@ from hermes_hookspecs.records import LeaseHolder, NewMessage, NewSession
 from hermes_plugin_sqlite_store import SqliteSessionStore
 from hermes_plugin_sqlite_store.store import DEFAULT_FTS_INDEX_CAP
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 SESSION_SIZE = 1000
 _SYLLABLES = [a + b for a in "bcdfghjklmnprstvwz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
 

@@ -14,4 +14,12 @@ from .plugins import get_plugin_manager
 
 __version__ = "0.1.0"
 
-__all__ = ["Hermes", "Settings", "__version__", "get_plugin_manager", "hookimpl", "hookspec", "load_settings"]
+__all__ = [
+    "Hermes",
+    "Settings",
+    "__version__",
+    "get_plugin_manager",
+    "hookimpl",
+    "hookspec",
+    "load_settings",
+]

@@ -82,7 +82,9 @@ def _previous_summary(turn: Turn) -> HandoffSummary | None:
     return None
 
 
-def _provider_compaction(turn: Turn, notes: list[str]) -> tuple[list[NewMessage], dict[str, Any], str, int] | None:
+def _provider_compaction(
+    turn: Turn, notes: list[str]
+) -> tuple[list[NewMessage], dict[str, Any], str, int] | None:
     hermes = turn.hermes
     backend = hermes.compaction_backend()
     if backend is None:
@@ -138,6 +140,9 @@ def run_compression(
             previous_summary=_previous_summary(turn),
             compression_index=s.record.compression_count + 1,
             system_tokens=s._base.cum[2] if len(s._base.cum) > 2 else 0,
+            # the request's own prefix, so a summarizer reusing it hits the provider's cache
+            system_prompt=s.prompt.text,
+            tools=s.prompt.tools,
         )
         result = hermes.pm.hook.compress(request=request)
         if result is None:
@@ -207,7 +212,9 @@ def run_compression(
     changed = s.rebuild_prompt()
     s.reload(force=True)
     new_id = s.id
-    hermes.pm.hook.on_session_switch(old_session_id=old_id, new_session_id=new_id, reason="compression")
+    hermes.pm.hook.on_session_switch(
+        old_session_id=old_id, new_session_id=new_id, reason="compression"
+    )
     memory = hermes.memory()
     if memory is not None:
         memory.on_session_switch(old_id, new_id, "compression")

@@ -53,7 +53,9 @@ class PluginSettings(_Section):
 class ModelSettings(_Section):
     """The main model the integrator talks to."""
 
-    name: str = Field(default="gpt-4o-mini", description="Model name (picks tokenizer, thresholds).")
+    name: str = Field(
+        default="gpt-4o-mini", description="Model name (picks tokenizer, thresholds)."
+    )
     context_length: int = Field(default=128_000, gt=0, description="Context window in tokens.")
     max_output_tokens: int = Field(
         default=4_096, ge=0, description="Tokens reserved for the response; off the window."
@@ -295,7 +297,9 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     if environ.get("HERMES_CORE_LOAD_PLUGINS"):
         _set_path(data, ["plugins", "load"], _csv(environ["HERMES_CORE_LOAD_PLUGINS"]))
     if environ.get("HERMES_CORE_STRICT_PLUGINS"):
-        _set_path(data, ["plugins", "strict"], environ["HERMES_CORE_STRICT_PLUGINS"] not in ("0", ""))
+        _set_path(
+            data, ["plugins", "strict"], environ["HERMES_CORE_STRICT_PLUGINS"] not in ("0", "")
+        )
     if environ.get("HERMES_CORE_TRACE_PLUGINS"):
         _set_path(data, ["plugins", "trace"], environ["HERMES_CORE_TRACE_PLUGINS"] not in ("0", ""))
     if environ.get("HERMES_CORE_POSTGRES_DSN"):

@@ -156,7 +156,9 @@ class Hermes:
             return self._engine
 
     def summarizer(self, name: str | None = None) -> Summarizer:
-        value: Summarizer = self.registry.get("summarizers", name or self.settings.summarizer_name())
+        value: Summarizer = self.registry.get(
+            "summarizers", name or self.settings.summarizer_name()
+        )
         return value
 
     def tail_strategy(self, name: str | None = None) -> TailStrategy:
@@ -199,14 +201,20 @@ class Hermes:
                     rules.extend(result or [])
                 names = self.registry.names("memory")
                 builtin = (
-                    self.registry.get("memory", "builtin") if "builtin" in names else MemoryProvider()
+                    self.registry.get("memory", "builtin")
+                    if "builtin" in names
+                    else MemoryProvider()
                 )
                 wanted = self.settings.memory.provider
                 external = self.registry.get("memory", wanted) if wanted else None
-                self._memory = MemoryManager(builtin, external, self.settings.memory, Redactor(rules))
+                self._memory = MemoryManager(
+                    builtin, external, self.settings.memory, Redactor(rules)
+                )
             return self._memory
 
-    def threshold(self, model: str | None = None, context_length: int | None = None) -> ThresholdReport:
+    def threshold(
+        self, model: str | None = None, context_length: int | None = None
+    ) -> ThresholdReport:
         """The effective compression trigger (see :mod:`hermes_core.thresholds`)."""
         window: int | None = None
         output = 4_000

@@ -96,7 +96,9 @@ def load_entrypoint_plugins(
             continue
         seen.add(ep.name)
         dist, version = _dist_of(ep)
-        origin = PluginOrigin(name=ep.name, distribution=dist, version=version, entry_point=ep.value)
+        origin = PluginOrigin(
+            name=ep.name, distribution=dist, version=version, entry_point=ep.value
+        )
         report.origins[ep.name] = origin
         if ep.name in blocked or (allow is not None and ep.name not in allow):
             origin.blocked = True
@@ -140,16 +142,18 @@ def get_plugin_manager(
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(specs)
     pm.hermes_origins = LoadReport()  # type: ignore[attr-defined]
-    for name in settings.plugins.block:
-        pm.set_blocked(name)
+    for blocked in settings.plugins.block:
+        pm.set_blocked(blocked)
     autoload = settings.plugins.autoload if load_entrypoints is None else load_entrypoints
     if autoload:
         load_entrypoint_plugins(pm, settings)
     for item in plugins:
+        name: str | None = None
+        obj: object
         if isinstance(item, tuple):
             name, obj = item
         else:
-            name, obj = None, item
+            obj = item
         if name is not None and pm.is_blocked(name):
             continue
         pm.register(obj, name=name)
@@ -179,9 +183,7 @@ def implemented_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
     return sorted(caller.name for caller in callers)
 
 
-def call_each(
-    pm: pluggy.PluginManager, hook: str, **kwargs: Any
-) -> list[tuple[str, Any]]:
+def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
     """Call every implementation of ``hook`` separately, in hook order, keeping who answered.
 
     Used where results must be attributed to a plugin (prompt blocks, tool

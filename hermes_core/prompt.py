@@ -74,7 +74,9 @@ def collect_blocks(
             try:
                 block = item if isinstance(item, PromptBlock) else PromptBlock.model_validate(item)
             except ValidationError as exc:
-                raise PluginError(f"plugin {owner!r} returned an invalid prompt block: {exc}") from None
+                raise PluginError(
+                    f"plugin {owner!r} returned an invalid prompt block: {exc}"
+                ) from None
             found.append((owner, block))
     found.extend(extra)
     owners: dict[str, str] = {}

@@ -16,6 +16,7 @@ import pluggy
 
 from hermes_hookspecs import (
     CompactionBackend,
+    ConfigError,
     ContextEngine,
     Importer,
     MemoryProvider,
@@ -109,7 +110,7 @@ class Registry:
             kwargs = {name: values.get(name, register) for name in impl.argnames}
             try:
                 impl.function(**kwargs)
-            except RegistrationError:
+            except (RegistrationError, ConfigError):
                 raise
             except Exception as exc:
                 raise RegistrationError(

@@ -185,12 +185,12 @@ def replay(
 
 def _replay_turn(session: Any, messages: list[Message], report: ReplayReport) -> None:
     with session.turn("replay") as turn:
-        turn_user = messages[0]
+        turn_user: Message | None = messages[0]
         expect_prepare = True
         for message in messages[1:]:
             if message.role == "assistant":
                 if expect_prepare:
-                    request = turn.prepare(turn_user if turn_user is not None else None)
+                    request = turn.prepare(turn_user)
                     turn_user = None
                     _note_request(session, request, report)
                 turn.record_response(message)
@@ -245,7 +245,9 @@ def _finish(hermes: Hermes, session: Any, report: ReplayReport, probes: list[Pro
     report.prefix_reuse = round(shared / previous, 4) if previous else 1.0
     for entry in entries:
         if entry.break_reason:
-            report.prefix_breaks[entry.break_reason] = report.prefix_breaks.get(entry.break_reason, 0) + 1
+            report.prefix_breaks[entry.break_reason] = (
+                report.prefix_breaks.get(entry.break_reason, 0) + 1
+            )
     active_text = "\n".join(json.dumps(m, ensure_ascii=False) for m in final)
     active_plain = "\n".join(
         str(m.get("content") or "") + " " + json.dumps(m.get("tool_calls") or "") for m in final
@@ -254,9 +256,7 @@ def _finish(hermes: Hermes, session: Any, report: ReplayReport, probes: list[Pro
     wanted = flatten(extract_all(row.message.text() for row in compacted))
     wanted |= flatten(
         extract_all(
-            call.function.arguments
-            for row in compacted
-            for call in (row.message.tool_calls or [])
+            call.function.arguments for row in compacted for call in (row.message.tool_calls or [])
         )
     )
     ids = IdentifierReport(compacted=len(wanted))

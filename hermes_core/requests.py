@@ -55,6 +55,8 @@ class PreparedRequest(BaseModel):
     ``messages`` are chat-completions wire dicts, the frozen system prompt
     first; ``tools`` are the session's frozen tool schemas. Send them as they
     are: any change of bytes breaks the provider's prefix cache.
+    ``extra_body`` holds Responses-only request fields from a compaction
+    backend (``context_management``); only :meth:`responses_body` adds them.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -81,12 +83,11 @@ class PreparedRequest(BaseModel):
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.tools:
             body["tools"] = self.tools
-        body.update(self.extra_body)
         body.update(extra)
         return body
 
     def responses_body(self, **extra: Any) -> dict[str, Any]:
-        """The body of ``POST /v1/responses``: system prompt as ``instructions``, items as ``input``."""
+        """The body of ``POST /v1/responses`` (prompt as ``instructions``, items as ``input``)."""
         instructions = ""
         items: list[dict[str, Any]] = []
         for index, message in enumerate(self.messages):

@@ -261,7 +261,9 @@ class Session:
         tools_hash = store.put_blob("tools", prompt.tools_json)
         if prompt_hash != prompt.prompt_hash or tools_hash != prompt.tools_hash:
             raise ValidationError("store returned a different SHA-256 than the prompt's own")
-        return store.update_session(record.id, system_prompt_hash=prompt_hash, tools_hash=tools_hash)
+        return store.update_session(
+            record.id, system_prompt_hash=prompt_hash, tools_hash=tools_hash
+        )
 
     def rebuild_prompt(self) -> bool:
         """Invalidate and rebuild the prompt (compaction boundary). True when bytes changed."""
@@ -289,7 +291,10 @@ class Session:
     def _prefix_chain(self) -> RequestChain:
         chain = RequestChain()
         tokens = self.hermes.tokens(self.model)
-        chain.extend(segment_hash({"tools": self.prompt.tools_json}), tokens.count_text(self.prompt.tools_json))
+        chain.extend(
+            segment_hash({"tools": self.prompt.tools_json}),
+            tokens.count_text(self.prompt.tools_json),
+        )
         chain.extend(
             segment_hash(self.system_message()),
             tokens.count_message(Message(role="system", content=self.prompt.text)),
@@ -359,14 +364,18 @@ class Session:
             self.hermes.store().release_lease(lease)
             raise
 
-    def compress(self, focus: str | None = None, *, holder: str = "hermes-compress") -> CompressionOutcome:
+    def compress(
+        self, focus: str | None = None, *, holder: str = "hermes-compress"
+    ) -> CompressionOutcome:
         """A manual compression (bypasses the cooldown), under the turn lease."""
         with self.turn(holder) as turn:
             outcome = turn.compress(focus=focus, manual=True)
             turn.commit()
             return outcome
 
-    def search(self, query: str, *, limit: int = 20, include_compacted: bool = True) -> list[SearchHit]:
+    def search(
+        self, query: str, *, limit: int = 20, include_compacted: bool = True
+    ) -> list[SearchHit]:
         return self.hermes.store().search(
             query, session_id=self.id, limit=limit, include_compacted=include_compacted
         )
@@ -458,7 +467,7 @@ class Turn:
         return sum(m.token_count or 0 for m in self.pending)
 
     def prepare(self, user_message: Any = None) -> PreparedRequest:
-        """Build the next request; ``user_message`` starts the turn (str, parts, dict or Message)."""
+        """Build the next request; ``user_message`` (str, parts, dict, Message) starts the turn."""
         self._check()
         if user_message is not None:
             if self._open_calls:
@@ -496,7 +505,12 @@ class Turn:
                 s._last_digest = previous[-1].request_hash
                 s._last_tokens = previous[-1].request_tokens
                 entry = ledger_entry(
-                    s.id, s._request_index, None, s._last_digest, s._last_tokens, chain,
+                    s.id,
+                    s._request_index,
+                    None,
+                    s._last_digest,
+                    s._last_tokens,
+                    chain,
                     compaction_since=False,
                 )
         self._pending_entry = entry
@@ -509,11 +523,12 @@ class Turn:
         backend = self.hermes.compaction_backend()
         extra: dict[str, Any] = {}
         if backend is not None:
-            with contextlib.suppress(Exception):
-                options = self.hermes.settings.compaction.model_dump()
-                settings = options.get(backend.name, {})
+            settings = self.hermes.settings.compaction.model_dump().get(backend.name, {})
+            try:
                 if backend.eligible(s.record, s.model, settings):
                     extra = backend.request_options(s.record, s.model, settings)
+            except Exception as exc:  # a backend fault must not stop the turn
+                log.warning("compaction backend %r request options failed: %s", backend.name, exc)
         # built from validated parts: skip re-validating every message dict (O(history))
         return PreparedRequest.model_construct(
             session_id=s.id,
@@ -555,7 +570,9 @@ class Turn:
 
         hook = self.hermes.pm.hook.select_context
         engine = self.hermes.engine() if self.hermes.registry.names("engines") else None
-        overridden = engine is not None and type(engine).select_context is not ContextEngine.select_context
+        overridden = (
+            engine is not None and type(engine).select_context is not ContextEngine.select_context
+        )
         if len(hook.get_hookimpls()) <= 1 and not overridden:
             return messages
         # the messages are validated already (stored rows and this turn's): no re-validation

@@ -188,7 +188,7 @@ class Message(BaseModel):
         """Validate a wire dict (unknown wire keys such as ``refusal`` are dropped)."""
         known = {"role", "content", "tool_calls", "tool_call_id", "name"}
         cleaned = {k: v for k, v in data.items() if k in known}
-        if "tool_calls" in cleaned and cleaned["tool_calls"]:
+        if cleaned.get("tool_calls"):
             cleaned["tool_calls"] = [
                 {k: v for k, v in call.items() if k in {"id", "type", "function"}}
                 for call in cleaned["tool_calls"]

@@ -9,7 +9,7 @@ date (``PromptContext.started_date``).
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 LAYER_ORDER = ("stable", "context", "volatile")
 
 
-class Layer(str, Enum):
+class Layer(StrEnum):
     """The three prompt layers, in render order."""
 
     STABLE = "stable"

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, RecordedRequest, Reply
 from hermes_hookspecs import (
     CompactionBackendError,
     CompressionRequest,
@@ -54,8 +56,6 @@ from hermes_plugin_codex_compaction import (
     register_compaction_backends,
 )
 from hermes_plugin_codex_compaction.binary import BINARY_ENV_VAR
-
-from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, RecordedRequest, Reply
 
 #: Request keys Codex 0.171 sends that the openai package's TypedDicts do not declare.
 CODEX_EXTRA_REQUEST_KEYS = frozenset({"client_metadata", "input.id", "tools.search_content_types"})
@@ -347,7 +347,6 @@ def test_host_compacts_through_codex_and_falls_back_to_local(
     import hermes_plugin_codex_compaction
     import hermes_plugin_sqlite_store.plugin
     import hermes_plugin_tiktoken_counter
-
     from hermes_core.config import settings_from
     from hermes_core.host import Hermes
 

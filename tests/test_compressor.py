@@ -16,6 +16,11 @@ from compressor_support import (
     replay,
     settings_for,
 )
+
+from hermes_core.config import settings_from
+from hermes_core.identifiers import extract_all, flatten
+from hermes_core.testing.engine_suite import ContextEngineSuite, sequence_problems
+from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, Reply
 from hermes_hookspecs import (
     SUMMARY_BEGIN,
     SUMMARY_END,
@@ -34,11 +39,6 @@ from hermes_plugin_compressor import register_context_engines as register_engine
 from hermes_plugin_compressor.prune import cut_arguments
 from hermes_plugin_compressor.repair import plan_repair, repair_messages
 from hermes_plugin_summarizer_openai import OpenAISummarizer
-
-from hermes_core.config import settings_from
-from hermes_core.identifiers import extract_all, flatten
-from hermes_core.testing.engine_suite import ContextEngineSuite, sequence_problems
-from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, Reply
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -412,18 +412,23 @@ def test_usage_and_should_compress(engine: ContextCompressor) -> None:
     assert engine.should_compress("s1", 10_000, 10_000)
 
 
-def test_select_context_repairs_only_broken_views(engine: ContextCompressor) -> None:
+def test_repair_view_repairs_only_broken_views(engine: ContextCompressor) -> None:
     good = session(turns=2)
     settings = settings_for(10_000)
     assert (
-        engine.select_context(SelectRequest(session_id="s1", messages=good, settings=settings))
+        engine.repair_view(SelectRequest(session_id="s1", messages=good, settings=settings))
         is None
     )
     broken = [Message(role="tool", tool_call_id="x", content="orphan"), *good]
-    chosen = engine.select_context(
-        SelectRequest(session_id="s1", messages=broken, settings=settings)
-    )
+    chosen = engine.repair_view(SelectRequest(session_id="s1", messages=broken, settings=settings))
     assert chosen == good
+
+
+def test_select_context_leaves_requests_alone(engine: ContextCompressor) -> None:
+    # the runtime validates every sequence it sends; the default engine costs nothing per request
+    good = session(turns=2)
+    request = SelectRequest(session_id="s1", messages=good, settings=settings_for(10_000))
+    assert engine.select_context(request) is None
 
 
 # -- quality on a real transcript ------------------------------------------------------------------

@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 from compressor_support import PluginHost, settings_for
-from hermes_hookspecs import CompressionRequest, Message, StoredMessage, ToolCall, ToolFunction
-from hermes_plugin_compressor import ContextCompressor
-from hermes_plugin_compressor.repair import plan_repair, repair_messages
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_core.testing.engine_suite import sequence_problems
+from hermes_hookspecs import CompressionRequest, Message, StoredMessage, ToolCall, ToolFunction
+from hermes_plugin_compressor import ContextCompressor
+from hermes_plugin_compressor.repair import plan_repair, repair_messages
 
 HOST = PluginHost(count_text=lambda text: len(text) // 4)
 WORDS = st.sampled_from(

@@ -129,9 +129,7 @@ def _make_dist(tmp_path: Path, name: str, module_source: str) -> Path:
     (info / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2.3\n", encoding="utf-8"
     )
-    (info / "entry_points.txt").write_text(
-        f"[hermes_core]\n{name} = {name}\n", encoding="utf-8"
-    )
+    (info / "entry_points.txt").write_text(f"[hermes_core]\n{name} = {name}\n", encoding="utf-8")
     return site
 
 
@@ -173,7 +171,9 @@ def test_a_broken_third_party_plugin_does_not_stop_the_others(tmp_path: Path) ->
 def test_blocking_a_default_plugin_removes_its_registrations() -> None:
     loaded = Hermes(settings_from({}), load_entrypoints=True)
     assert "tiktoken" in loaded.registry.names("tokens")
-    blocked = Hermes(settings_from({"plugins": {"block": ["tiktoken_counter"]}}), load_entrypoints=True)
+    blocked = Hermes(
+        settings_from({"plugins": {"block": ["tiktoken_counter"]}}), load_entrypoints=True
+    )
     assert "tiktoken" not in blocked.registry.names("tokens")
     assert blocked.pm.is_blocked("tiktoken_counter")
     # the estimator takes over, flagged as inexact

@@ -17,8 +17,17 @@ TRANSCRIPT = ROOT / "transcripts" / "openai-chat" / "openhands-django-11149.json
 def install(project: Path, target: Path) -> None:
     subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-            "--no-build-isolation", "--no-index", "--target", str(target), str(project),
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(project),
         ],
         check=True,
     )
@@ -36,24 +45,48 @@ def test_example_engine_installs_is_selected_by_config_and_replays(tmp_path: Pat
     }
     listed = subprocess.run(
         [sys.executable, "-m", "hermes_core.cli", "plugins", "--json"],
-        env=env, check=True, capture_output=True, text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
     assert rows["example_engine"]["registered"] == {"engines": ["user-turns"]}
     out = subprocess.run(
         [
-            sys.executable, "-m", "hermes_core.cli", "replay", str(TRANSCRIPT),
-            "--context-length", "24000", "--db", str(tmp_path / "s.db"), "--json",
+            sys.executable,
+            "-m",
+            "hermes_core.cli",
+            "replay",
+            str(TRANSCRIPT),
+            "--context-length",
+            "24000",
+            "--db",
+            str(tmp_path / "s.db"),
+            "--json",
         ],
-        env=env, check=True, capture_output=True, text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     report = json.loads(out.stdout)
     assert report["compressions"], "the example engine never compressed"
     assert report["final_active_tokens"] < 24000
     tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         str(ROOT / "docs" / "examples" / "context-engine" / "tests")],
-        env=env, capture_output=True, text=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "docs" / "examples" / "context-engine" / "tests"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert tests.returncode == 0, tests.stdout + tests.stderr
 

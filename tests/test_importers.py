@@ -18,6 +18,7 @@ from typing import Any
 
 import pluggy
 import pytest
+
 from hermes_hookspecs import (
     ENTRY_POINT_GROUP,
     PROJECT_NAME,

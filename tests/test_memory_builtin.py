@@ -10,9 +10,13 @@ import textwrap
 import threading
 from pathlib import Path
 
-import hermes_plugin_memory_builtin
 import pluggy
 import pytest
+
+import hermes_plugin_memory_builtin
+from hermes_core.config import MemorySettings, settings_from
+from hermes_core.memory import tool_schema_problem
+from hermes_core.testing.memory_suite import MemoryProviderSuite
 from hermes_hookspecs import MemoryProvider, MemorySession, specs
 from hermes_hookspecs.markers import PROJECT_NAME
 from hermes_plugin_memory_builtin import DELIMITER, BuiltinMemoryProvider, MemoryWriteRefused
@@ -22,10 +26,6 @@ from hermes_plugin_memory_builtin.entries import (
     parse_entries,
     render_entries,
 )
-
-from hermes_core.config import MemorySettings, settings_from
-from hermes_core.memory import tool_schema_problem
-from hermes_core.testing.memory_suite import MemoryProviderSuite
 
 
 def make(tmp_path: Path, **limits: int) -> BuiltinMemoryProvider:

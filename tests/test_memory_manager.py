@@ -13,10 +13,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import hermes_plugin_memory_builtin
-import hermes_plugin_redaction
 import pluggy
 import pytest
+
+import hermes_plugin_memory_builtin
+import hermes_plugin_redaction
+from hermes_core.config import MemorySettings, settings_from
+from hermes_core.memory import MemoryManager, tool_schema_problem, turn_record_from_messages
+from hermes_core.memory_workers import DaemonPool, PoolClosed, SessionQueues
+from hermes_core.redaction import Redactor
 from hermes_hookspecs import (
     Layer,
     MemoryProvider,
@@ -33,11 +38,6 @@ from hermes_hookspecs import (
 from hermes_hookspecs.markers import PROJECT_NAME
 from hermes_plugin_memory_builtin import BuiltinMemoryProvider
 from hermes_plugin_redaction import default_rules
-
-from hermes_core.config import MemorySettings, settings_from
-from hermes_core.memory import MemoryManager, tool_schema_problem, turn_record_from_messages
-from hermes_core.memory_workers import DaemonPool, PoolClosed, SessionQueues
-from hermes_core.redaction import Redactor
 
 OPENAI_KEY = "sk-proj-Zt8qLm3Vx9KpR2sW7yB4nC6dF1gH5jA0eUiO"
 GITHUB_TOKEN = "ghp_4rT9wQ2zX7cV1bN8mK3jH6gF5dS0aP2oI9uY"

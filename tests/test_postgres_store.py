@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from hermes_core.config import settings_from
 from hermes_hookspecs import (
     ConfigError,
     LeaseBusy,
@@ -39,8 +41,6 @@ from hermes_hookspecs import (
 from hermes_plugin_postgres_store import PostgresSessionStore, open_from_settings
 from hermes_plugin_postgres_store.migrations import MIGRATIONS
 from hermes_plugin_postgres_store.testing import drop_schema, find_dsn, in_ci, scratch_schema
-
-from hermes_core.config import settings_from
 
 SPAWN = multiprocessing.get_context("spawn")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import time
 
-import hermes_plugin_redaction
 import pluggy
 import pytest
+
+import hermes_plugin_redaction
+from hermes_core.redaction import Redactor
 from hermes_hookspecs import (
     HandoffSummary,
     Message,
@@ -22,8 +24,6 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.markers import PROJECT_NAME
 from hermes_plugin_redaction import default_rules
-
-from hermes_core.redaction import Redactor
 
 
 @pytest.fixture

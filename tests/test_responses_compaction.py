@@ -21,6 +21,26 @@ from typing import Any
 
 import httpx
 import pytest
+from openai.types.responses import ResponseCompactionItem, ResponseInputItemParam
+from openai.types.responses.response_compact_params import ResponseCompactParams
+from openai.types.responses.response_compaction_item_param_param import (
+    ResponseCompactionItemParamParam,
+)
+from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+from pydantic import TypeAdapter
+
+from hermes_core.config import settings_from
+from hermes_core.host import Hermes
+from hermes_core.requests import PreparedRequest, message_to_response_items
+from hermes_core.testing.fake_openai import (
+    Compact,
+    Drop,
+    ErrorReply,
+    FakeOpenAIServer,
+    Malformed,
+    Reply,
+    fake_openai_fixture,
+)
 from hermes_hookspecs import (
     CompactionBackendError,
     CompressionRequest,
@@ -45,26 +65,6 @@ from hermes_plugin_responses_compaction import (
     compaction_messages,
     input_items,
     parse_settings,
-)
-from openai.types.responses import ResponseCompactionItem, ResponseInputItemParam
-from openai.types.responses.response_compact_params import ResponseCompactParams
-from openai.types.responses.response_compaction_item_param_param import (
-    ResponseCompactionItemParamParam,
-)
-from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
-from pydantic import TypeAdapter
-
-from hermes_core.config import settings_from
-from hermes_core.host import Hermes
-from hermes_core.requests import PreparedRequest, message_to_response_items
-from hermes_core.testing.fake_openai import (
-    Compact,
-    Drop,
-    ErrorReply,
-    FakeOpenAIServer,
-    Malformed,
-    Reply,
-    fake_openai_fixture,
 )
 
 MODEL = "gpt-5.5"

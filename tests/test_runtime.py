@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hermes_core.config import settings_from
+from hermes_core.docsgen import hook_names
 from hermes_core.host import Hermes
 from hermes_hookspecs import (
     CompactionBackend,
@@ -34,7 +35,6 @@ from hermes_hookspecs import (
     hookimpl,
     specs,
 )
-from hermes_core.docsgen import hook_names
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSCRIPT = ROOT / "transcripts" / "openai-chat" / "openhands-django-11149.json.gz"
@@ -208,7 +208,9 @@ class Recorder:
 
 
 def test_recorder_implements_every_hook() -> None:
-    implemented = {name for name in dir(Recorder) if hasattr(getattr(Recorder, name), "hermes_core_impl")}
+    implemented = {
+        name for name in dir(Recorder) if hasattr(getattr(Recorder, name), "hermes_core_impl")
+    }
     assert implemented == set(hook_names())
 
 
@@ -324,7 +326,11 @@ def test_bad_input_is_refused_and_nothing_stored_changes(tmp_path: Path) -> None
                     {
                         "role": "assistant",
                         "tool_calls": [
-                            {"id": "c1", "type": "function", "function": {"name": "x", "arguments": "{oops"}}
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "x", "arguments": "{oops"},
+                            }
                         ],
                     }
                 )
@@ -344,7 +350,7 @@ def test_a_raising_prompt_block_hook_names_the_plugin(tmp_path: Path) -> None:
 
     host = make_host(tmp_path, ("boom-plugin", Boom()))
     try:
-        with pytest.raises(PluginError, match="boom-plugin.*kaput"):
+        with pytest.raises(PluginError, match=r"boom-plugin.*kaput"):
             host.new_session()
     finally:
         host.close()
@@ -398,7 +404,9 @@ def test_replay_keeps_the_whole_previous_request_as_prefix_and_resumes_byte_iden
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     remote = json.loads(out.stdout)
-    assert json.dumps(remote[:-1], sort_keys=True) == json.dumps(local.messages[:-1], sort_keys=True)
+    assert json.dumps(remote[:-1], sort_keys=True) == json.dumps(
+        local.messages[:-1], sort_keys=True
+    )
     assert remote[0]["content"] == local.messages[0]["content"]
 
 

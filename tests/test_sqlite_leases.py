@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError
 from hermes_hookspecs.messages import Message
 from hermes_hookspecs.records import LeaseHolder, NewMessage, NewSession

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from hermes_hookspecs.errors import (
     CorruptDatabaseError,
     NotFoundError,

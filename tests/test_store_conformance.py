@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_hookspecs import NewSession
-from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
 
 from hermes_core.testing.store_suite import SessionStoreSuite
+from hermes_hookspecs import NewSession
+from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,16 @@ from typing import Any
 
 import pytest
 from compressor_support import load_openai_chat
+
+from hermes_core.config import settings_from
+from hermes_core.testing.fake_openai import (
+    Drop,
+    ErrorReply,
+    FakeOpenAIServer,
+    Malformed,
+    RecordedRequest,
+    Reply,
+)
 from hermes_hookspecs import (
     HandoffSummary,
     Message,
@@ -25,16 +35,6 @@ from hermes_hookspecs import (
 from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
 from hermes_plugin_summarizer_openai import OpenAISummarizer
 from hermes_plugin_summarizer_openai import register_summarizers as register_openai
-
-from hermes_core.config import settings_from
-from hermes_core.testing.fake_openai import (
-    Drop,
-    ErrorReply,
-    FakeOpenAIServer,
-    Malformed,
-    RecordedRequest,
-    Reply,
-)
 
 GOOD = (
     "## Goal\nFix the admin inline permissions.\n\n## Constraints\nDo not touch tests.\n\n"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from compressor_support import PluginHost, load_openai_chat, settings_for
+
 from hermes_hookspecs import (
     CompressionSettings,
     HandoffSummary,

@@ -15,9 +15,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import hermes_plugin_tiktoken_counter
 import pytest
 import tiktoken
+
+import hermes_plugin_tiktoken_counter
 from hermes_plugin_tiktoken_counter.bpe_files import BpeFileError, bundled_bpe_dir
 from hermes_plugin_tiktoken_counter.counter import (
     BpeFileMissingError,

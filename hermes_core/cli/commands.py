@@ -32,7 +32,7 @@ def plugins_cmd(state: State, as_json: bool) -> None:
     """List plugins: distribution, version, hooks, contributions, blocked or not."""
     hermes = state.hermes()
     contributions = hermes.registry.contributions()
-    rows = []
+    rows: list[dict[str, Any]] = []
     known = origins(hermes.pm)
     for name, plugin in sorted(hermes.pm.list_name_plugin(), key=lambda item: item[0]):
         if plugin is None:  # blocked: listed below with its origin
@@ -177,7 +177,9 @@ def sessions_show(state: State, session_id: str, show_all: bool, as_json: bool) 
         flag = "" if row.active else " (compacted)"
         text = row.message.text().replace("\n", " ")
         calls = ", ".join(c.function.name for c in row.message.tool_calls or [])
-        click.echo(f"  #{row.id} {row.message.role}{flag}: {text[:160]}{' → ' + calls if calls else ''}")
+        click.echo(
+            f"  #{row.id} {row.message.role}{flag}: {text[:160]}{' → ' + calls if calls else ''}"
+        )
 
 
 @sessions_group.command("search")
@@ -203,20 +205,29 @@ def sessions_search(
     hits = store.search(
         query, session_id=session_id, limit=limit, include_compacted=not active_only
     )
-    out = []
+    out: list[dict[str, Any]] = []
     for hit in hits:
         around = store.message_context(hit.message_id, before=context, after=context)
-        out.append({"hit": hit.model_dump(mode="json"), "context": [
-            {"id": r.id, "role": r.message.role, "text": r.message.text()[:500]} for r in around
-        ]})
+        out.append(
+            {
+                "hit": hit.model_dump(mode="json"),
+                "context": [
+                    {"id": r.id, "role": r.message.role, "text": r.message.text()[:500]}
+                    for r in around
+                ],
+            }
+        )
     if as_json:
         emit_json(out)
         return
     for item in out:
-        hit = item["hit"]
-        state_word = "active" if hit["active"] else "compacted"
-        click.echo(f"message {hit['message_id']} ({hit['role']}, {state_word}, session {hit['session_id']})")
-        click.echo(f"    {hit['snippet']}")
+        found = item["hit"]
+        state_word = "active" if found["active"] else "compacted"
+        click.echo(
+            f"message {found['message_id']} ({found['role']}, {state_word}, "
+            f"session {found['session_id']})"
+        )
+        click.echo(f"    {found['snippet']}")
         for row in item["context"]:
             text = row["text"].replace("\n", " ")[:140]
             click.echo(f"      #{row['id']} {row['role']}: {text}")
@@ -239,7 +250,9 @@ def sessions_prefix(state: State, session_id: str, as_json: bool) -> None:
         return
     for e in entries:
         why = e.break_reason or "full prefix"
-        cached = f" cached:{e.provider_cached_tokens}" if e.provider_cached_tokens is not None else ""
+        cached = (
+            f" cached:{e.provider_cached_tokens}" if e.provider_cached_tokens is not None else ""
+        )
         click.echo(
             f"#{e.request_index:>4} tokens:{e.request_tokens:>8} shared:{e.shared_prefix_tokens:>8}"
             f"{cached}  {why}"
@@ -312,7 +325,9 @@ def replay_cmd(
     from ..replay import load_probes, replay
 
     overrides: dict[str, Any] = {}
-    compression = {k: v for k, v in {"engine": engine, "tail": tail, "summarizer": summarizer}.items() if v}
+    compression = {
+        k: v for k, v in {"engine": engine, "tail": tail, "summarizer": summarizer}.items() if v
+    }
     if compression:
         overrides["compression"] = compression
     session: dict[str, Any] = {}

@@ -25,7 +25,9 @@ def print_replay_report(report: Any) -> None:
             f"    before request {c.request_index:>4}: {c.tokens_before:>7} → {c.tokens_after:>7} "
             f"tokens ({c.trigger}, {c.backend}, summarizer {c.summarizer or '-'}{fb})"
         )
-    click.echo(f"  final active       {r.final_active_tokens} tokens in {r.final_active_messages} messages")
+    click.echo(
+        f"  final active       {r.final_active_tokens} tokens in {r.final_active_messages} messages"
+    )
     breaks = ", ".join(f"{k}: {v}" for k, v in sorted(r.prefix_breaks.items())) or "none"
     click.echo(f"  prefix-cache reuse {r.prefix_reuse:.1%} (breaks: {breaks})")
     ids = r.identifiers
@@ -58,7 +60,8 @@ def _svg(report: Any) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         'font-family="sans-serif" font-size="11">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="black"/>',
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
+        'stroke="black"/>',
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="black"/>',
         f'<line x1="{pad}" y1="{y(report.threshold_tokens):.1f}" x2="{width - pad}" '
         f'y2="{y(report.threshold_tokens):.1f}" stroke="red" stroke-dasharray="6,4"/>',

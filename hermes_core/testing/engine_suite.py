@@ -45,7 +45,9 @@ def sequence_problems(messages: list[Message]) -> list[str]:
     for index, message in enumerate(messages):
         if message.role == "tool":
             if message.tool_call_id not in last_assistant_calls:
-                problems.append(f"message {index}: tool result for unknown call {message.tool_call_id!r}")
+                problems.append(
+                    f"message {index}: tool result for unknown call {message.tool_call_id!r}"
+                )
             open_calls.discard(message.tool_call_id or "")
             continue
         if open_calls and message.role in ("assistant", "user"):
@@ -93,12 +95,18 @@ def synthetic_session(turns: int = 30, tool_output_chars: int = 1500) -> list[St
         rows.append(Message(role="user", content=f"Turn {t}: fix src/module_{t}.py please"))
         call = ToolCall(
             id=f"call_{t}",
-            function=ToolFunction(name="bash", arguments=json.dumps({"cmd": f"pytest tests/test_{t}.py"})),
+            function=ToolFunction(
+                name="bash", arguments=json.dumps({"cmd": f"pytest tests/test_{t}.py"})
+            ),
         )
         rows.append(Message(role="assistant", content=f"Running tests for {t}", tool_calls=[call]))
-        output = f"FAILED tests/test_{t}.py::test_x - ValueError: bad {t}\n" + "x" * tool_output_chars
+        output = (
+            f"FAILED tests/test_{t}.py::test_x - ValueError: bad {t}\n" + "x" * tool_output_chars
+        )
         rows.append(Message(role="tool", tool_call_id=f"call_{t}", content=output))
-        rows.append(Message(role="assistant", content=f"Fixed src/module_{t}.py in commit a1b2c3d{t}"))
+        rows.append(
+            Message(role="assistant", content=f"Fixed src/module_{t}.py in commit a1b2c3d{t}")
+        )
     return [
         StoredMessage(id=i + 1, session_id="suite", position=i, message=m, created_at=0.0)
         for i, m in enumerate(rows)
@@ -161,11 +169,13 @@ class ContextEngineSuite:
         if first.status != "compressed":
             return
         again = [
-            StoredMessage(id=1000 + i, session_id="suite", position=i, message=m.message, created_at=0.0)
+            StoredMessage(
+                id=1000 + i, session_id="suite", position=i, message=m.message, created_at=0.0
+            )
             for i, m in enumerate(first.messages)
             if m.message.role != "system"
         ]
-        more = again + synthetic_session(turns=30)[: 40]
+        more = again + synthetic_session(turns=30)[:40]
         second = bound_engine.compress(self.request(more, compression_index=2, manual=True))
         if second.status == "compressed":
             out = [m.message for m in second.messages if m.message.role != "system"]

@@ -43,6 +43,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import BaseModel
+
+from hermes_core.config import MemorySettings
+from hermes_core.memory import MemoryManager, tool_schema_problem
+from hermes_core.redaction import Redactor
 from hermes_hookspecs import (
     MemoryProvider,
     MemorySession,
@@ -51,11 +56,6 @@ from hermes_hookspecs import (
     ToolFunction,
     TurnRecord,
 )
-from pydantic import BaseModel
-
-from hermes_core.config import MemorySettings
-from hermes_core.memory import MemoryManager, tool_schema_problem
-from hermes_core.redaction import Redactor
 
 SWITCH_REASONS = ("compression", "new", "resume", "branch")
 

@@ -42,7 +42,9 @@ def hermes_factory(hermes_settings: Any) -> Iterator[Callable[..., Any]]:
     made: list[Any] = []
 
     def make(*plugins: object, settings: Any = None, **kwargs: Any) -> Any:
-        host = Hermes(settings or hermes_settings, plugins=plugins, load_entrypoints=False, **kwargs)
+        host = Hermes(
+            settings or hermes_settings, plugins=plugins, load_entrypoints=False, **kwargs
+        )
         made.append(host)
         return host
 

@@ -55,6 +55,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import pytest
+
 from hermes_hookspecs import (
     CompactionEvent,
     HandoffSummary,
@@ -245,7 +246,8 @@ class SessionStoreSuite:
 
     @pytest.fixture
     def session_id(self, store: SessionStore) -> str:
-        return store.create_session(NewSession(title="suite")).id
+        sid: str = store.create_session(NewSession(title="suite")).id
+        return sid
 
     # =========================================================================
     # sessions
@@ -380,7 +382,7 @@ class SessionStoreSuite:
         with pytest.raises(NotFoundError):
             store.get_blob("0" * 64)
         with pytest.raises(ValidationError):
-            store.put_blob("nonsense", "text")  # type: ignore[arg-type]
+            store.put_blob("nonsense", "text")  # type: ignore[arg-type, unused-ignore]
 
     # =========================================================================
     # messages and ordering

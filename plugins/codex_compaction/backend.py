@@ -28,6 +28,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
 from hermes_hookspecs import (
     CompactionBackend,
     CompactionBackendError,
@@ -38,8 +41,6 @@ from hermes_hookspecs import (
     ProviderCompactionResult,
     SessionRecord,
 )
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic import ValidationError as PydanticValidationError
 
 from .client import CodexAppServer
 from .config import CodexLaunchSettings, CodexRuntimeConfig

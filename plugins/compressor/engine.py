@@ -139,7 +139,11 @@ class ContextCompressor(ContextEngine):
     def status(self, session_id: str, threshold_tokens: int) -> EngineStatus:
         return self._state(session_id).status(self.name, threshold_tokens)
 
-    def select_context(self, request: SelectRequest) -> list[Message] | None:
+    # ``select_context`` is deliberately NOT overridden: the runtime only ever sends
+    # sequences it validated (at record time and at append), so a per-request repair
+    # would cost O(history) on every request for nothing. Hosts that assemble
+    # requests themselves can call :meth:`repair_view`.
+    def repair_view(self, request: SelectRequest) -> list[Message] | None:
         """The repaired view when ``request.messages`` breaks the tool-pair rules, else None."""
         plan = plan_repair(request.messages)
         if not plan.changes:

@@ -46,10 +46,10 @@ class SessionState:
         """Count a failed summary and start the (growing) cooldown; returns its length."""
         self.failures += 1
         self.consecutive_failures += 1
-        seconds = settings.cooldown_seconds * (2 ** (self.consecutive_failures - 1))
-        seconds = min(seconds, settings.max_cooldown_seconds)
+        seconds = float(settings.cooldown_seconds) * (2 ** (self.consecutive_failures - 1))
+        seconds = min(seconds, float(settings.max_cooldown_seconds))
         self.cooldown_until = now + seconds
-        return seconds
+        return float(seconds)
 
     def record_summary_success(self) -> None:
         self.consecutive_failures = 0

@@ -22,8 +22,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_hookspecs import ImportedConversation, ImportFormatError, Message
 from pydantic import ValidationError as PydanticValidationError
+
+from hermes_hookspecs import ImportedConversation, ImportFormatError, Message
 
 from .sequence import check_sequence
 

@@ -30,9 +30,8 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from hermes_hookspecs import MemoryProvider, MemoryProviderError, MemorySession
-
 from hermes_core.config import MemorySettings
+from hermes_hookspecs import MemoryProvider, MemoryProviderError, MemorySession
 
 from .entries import DELIMITER, EntryError, clean_entry, entries_size, parse_entries, render_entries
 from .files import FolderLock, atomic_write, read_text

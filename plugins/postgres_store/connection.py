@@ -100,7 +100,7 @@ def open_pool(
     def configure(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET search_path TO {search_path}")
 
-    pool = psycopg_pool.ConnectionPool(
+    pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
         dsn,
         min_size=min_size,
         max_size=max_size,

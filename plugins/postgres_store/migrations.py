@@ -165,6 +165,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX compaction_events_session ON compaction_events (session_id, id);
         """,
     ),
+    Migration(
+        "0005_search_session_order",
+        """
+        -- newest-first substring matches within one session stop after k rows
+        CREATE INDEX message_search_session_order ON message_search (session_id, message_id);
+        DROP INDEX message_search_session;
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)

@@ -8,9 +8,11 @@
   ``ILIKE`` treats them literally. With ``pg_trgm`` installed a trigram GIN
   index serves these (including CJK text, which the word parser keeps as
   whole runs); without it they scan.
-* A row matches by words or by substrings. Score = ``ts_rank_cd`` (length
-  normalised) + :data:`SUBSTRING_BONUS` when the substrings match too, so
-  rows matched both ways rank first. Higher is better.
+* Rows matching every word come first, ranked by ``ts_rank_cd`` (length
+  normalised) + :data:`SUBSTRING_BONUS` when the substrings match too. Rows
+  matching only as substrings follow, all scored :data:`SUBSTRING_BONUS`,
+  newest first (so a common fragment does not rank every match). Higher
+  scores are better.
 * A row carried forward by compaction and its origin share ``origin_root``:
   only the best of them is reported (the active copy on a tie).
 """
@@ -69,40 +71,58 @@ def snippet(text: str, terms: tuple[str, ...]) -> str:
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
 
 
-def _sql(
+def _filters(
     parsed: ParsedQuery, session_id: str | None, active_only: bool
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[list[str], str, dict[str, Any]]:
     params: dict[str, Any] = {"q": parsed.text, "bonus": SUBSTRING_BONUS}
     subs = []
     for index, term in enumerate(parsed.terms):
         params[f"p{index}"] = like_pattern(term)
         subs.append(f"f.body ILIKE %(p{index})s")
-    substring = "(" + " AND ".join(subs) + ")"
-    if parsed.has_words:
-        word = "f.tsv @@ plainto_tsquery('simple', %(q)s)"
-        rank = "ts_rank_cd(f.tsv, plainto_tsquery('simple', %(q)s), 1)"
-        match = f"({word} OR {substring})"
-        score = (
-            f"(CASE WHEN {word} THEN {rank} ELSE 0 END)"
-            f" + (CASE WHEN {substring} THEN %(bonus)s ELSE 0 END)"
-        )
-    else:
-        match = substring
-        score = "%(bonus)s::float8"
-    where = [match]
+    where = []
     if session_id is not None:
         where.append("f.session_id = %(sid)s")
         params["sid"] = session_id
     if active_only:
         where.append("m.active")
-    sql = (
-        "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
-        f"coalesce(m.origin_root, m.id), f.body, ({score})::float8 AS score "
-        "FROM message_search f JOIN messages m ON m.id = f.message_id "
-        f"WHERE {' AND '.join(where)} "
-        "ORDER BY score DESC, m.active DESC, m.id DESC LIMIT %(k)s"
+    return where, "(" + " AND ".join(subs) + ")", params
+
+
+_SELECT = (
+    "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
+    "coalesce(m.origin_root, m.id), f.body, ({score})::float8 AS score "
+    "FROM message_search f JOIN messages m ON m.id = f.message_id WHERE {where} "
+)
+_WORD = "f.tsv @@ plainto_tsquery('simple', %(q)s)"
+
+
+def word_sql(
+    parsed: ParsedQuery, session_id: str | None, active_only: bool
+) -> tuple[str, dict[str, Any]]:
+    """Rows matching every word, ranked: ``ts_rank_cd`` + the bonus when substrings match too."""
+    where, substring, params = _filters(parsed, session_id, active_only)
+    score = (
+        "ts_rank_cd(f.tsv, plainto_tsquery('simple', %(q)s), 1)"
+        f" + (CASE WHEN {substring} THEN %(bonus)s ELSE 0 END)"
     )
-    return sql, params
+    sql = _SELECT.format(score=score, where=" AND ".join([_WORD, *where]))
+    return sql + "ORDER BY score DESC, m.active DESC, m.id DESC LIMIT %(k)s", params
+
+
+def substring_sql(
+    parsed: ParsedQuery, session_id: str | None, active_only: bool
+) -> tuple[str, dict[str, Any]]:
+    """Rows matching every term as a substring but not as words: equal scores, newest first.
+
+    Ordering by id lets PostgreSQL stop after ``k`` rows instead of ranking
+    every match (a common fragment can match a large share of all rows).
+    """
+    where, substring, params = _filters(parsed, session_id, active_only)
+    conditions = [substring, *where]
+    if parsed.has_words:
+        conditions.append(f"NOT ({_WORD})")
+    sql = _SELECT.format(score="%(bonus)s", where=" AND ".join(conditions))
+    return sql + "ORDER BY f.message_id DESC LIMIT %(k)s", params
 
 
 def search(
@@ -116,11 +136,17 @@ def search(
     parsed = parse(query)
     if parsed.empty or limit <= 0:
         return []
-    sql, params = _sql(parsed, session_id, not include_compacted)
+    parts = [substring_sql(parsed, session_id, not include_compacted)]
+    if parsed.has_words:
+        parts.insert(0, word_sql(parsed, session_id, not include_compacted))
     k = max(limit * 3 + 10, 30)
     while True:
-        params["k"] = k
-        rows = conn.execute(sql.encode(), params).fetchall()
+        rows: list[Any] = []
+        full = False
+        for sql, params in parts:  # word matches (ranked) first, then substring-only ones
+            found = conn.execute(sql.encode(), {**params, "k": k}).fetchall()
+            full |= len(found) >= k
+            rows += found
         hits: list[SearchHit] = []
         seen: set[int] = set()
         for mid, sid, role, active, compacted, created_at, root, body, score in rows:
@@ -141,6 +167,6 @@ def search(
             )
             if len(hits) >= limit:
                 return hits
-        if len(rows) < k or k >= MAX_CANDIDATES:
+        if not full or k >= MAX_CANDIDATES:
             return hits
         k *= 4

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs.errors import (
     HermesError,
+    LeaseBusy,
     NotFoundError,
     StoreError,
     ValidationError,
@@ -246,7 +247,7 @@ class PostgresSessionStore(SessionStore):
         check_update_fields(fields)
         if not fields:
             return self.get_session(session_id)
-        sets = []
+        sets: list[sql.Composable] = []
         values: list[Any] = []
         for key, value in fields.items():
             if key == "routing":
@@ -542,7 +543,7 @@ class PostgresSessionStore(SessionStore):
             if wait is None:
                 grant, row = leases.try_grant(conn, session_id, holder, ttl)
                 if grant is None:
-                    raise leases.LeaseBusy(f"session {session_id!r} lease is {row.describe()}")
+                    raise LeaseBusy(f"session {session_id!r} lease is {row.describe()}")
                 return grant
             return leases.wait_for_grant(conn, self.channel, session_id, holder, ttl, wait)
 

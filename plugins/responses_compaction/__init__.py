@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hermes_hookspecs import CompactionBackend, hookimpl
-
 from hermes_core.config import Settings
+from hermes_hookspecs import CompactionBackend, hookimpl
 
 from .backend import (
     BACKEND_NAME,

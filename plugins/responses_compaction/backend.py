@@ -22,6 +22,8 @@ import fnmatch
 from collections.abc import Callable
 from typing import Any
 
+from hermes_core.config import Settings
+from hermes_core.thresholds import effective_threshold
 from hermes_hookspecs import (
     CompactionBackend,
     NewMessage,
@@ -30,9 +32,6 @@ from hermes_hookspecs import (
     SessionRecord,
     StoredMessage,
 )
-
-from hermes_core.config import Settings
-from hermes_core.thresholds import effective_threshold
 
 from .client import post_compact
 from .errors import ResponsesCompactionError

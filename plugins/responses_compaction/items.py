@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from hermes_core.requests import message_to_response_items
 from hermes_hookspecs import (
     Message,
     NewMessage,
@@ -32,8 +33,6 @@ from hermes_hookspecs import (
     ToolFunction,
 )
 from hermes_hookspecs.messages import Role
-
-from hermes_core.requests import message_to_response_items
 
 from .client import COMPACTION_ITEM_TYPE, check_compaction_item
 from .errors import ResponsesCompactionError

@@ -47,8 +47,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from hermes_hookspecs import ConfigError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hermes_hookspecs import ConfigError
 
 SECTION = "compaction.responses"
 

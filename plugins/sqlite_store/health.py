@@ -11,8 +11,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from hermes_hookspecs.errors import CorruptDatabaseError
 from pydantic import BaseModel, ConfigDict
+
+from hermes_hookspecs.errors import CorruptDatabaseError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100

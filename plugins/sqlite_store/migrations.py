@@ -131,7 +131,9 @@ _INITIAL = Migration(
             body, content='', tokenize='unicode61 remove_diacritics 2'
         )
         """,
-        "CREATE VIRTUAL TABLE messages_fts_tri USING fts5(body, content='', tokenize='trigram')",
+        # columnsize=0: no per-row size record; substring hits are not ranked by bm25
+        "CREATE VIRTUAL TABLE messages_fts_tri USING fts5("
+        "body, content='', tokenize='trigram', columnsize=0)",
         f"""
         CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
         BEGIN

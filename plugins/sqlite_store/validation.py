@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pydantic
+
 from hermes_hookspecs.errors import ValidationError
 from hermes_hookspecs.records import NewMessage
 

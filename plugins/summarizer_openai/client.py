@@ -29,8 +29,9 @@ import os
 from typing import Any
 
 import httpx
-from hermes_hookspecs import SummarizerError, Usage
 from pydantic import BaseModel, ConfigDict, Field
+
+from hermes_hookspecs import SummarizerError, Usage
 
 NAME = "openai"
 
@@ -113,7 +114,8 @@ def read_completion(data: Any, endpoint: Endpoint) -> Completion:
     if not data["choices"] or not isinstance(data["choices"][0], dict):
         raise SummarizerError("malformed", f"{where} answered with no choice", summarizer=NAME)
     choice = data["choices"][0]
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    raw_message = choice.get("message")
+    message: dict[str, Any] = raw_message if isinstance(raw_message, dict) else {}
     finish = choice.get("finish_reason")
     if message.get("refusal") or finish == "content_filter":
         reason = message.get("refusal") or "content filter"

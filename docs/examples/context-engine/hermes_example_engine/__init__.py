@@ -30,7 +30,9 @@ class UserTurnsEngine(ContextEngine):
             if row.message.role == "system":
                 continue
             if index >= keep_from or (row.message.role == "user" and row.message.kind == "message"):
-                kept.append(NewMessage(message=row.message, origin_id=row.id, token_count=row.token_count))
+                kept.append(
+                    NewMessage(message=row.message, origin_id=row.id, token_count=row.token_count)
+                )
         # an assistant round kept from keep_from starts after a cut: never begin with a tool result
         while kept and kept[0].message.role == "tool":
             kept.pop(0)

@@ -1,7 +1,7 @@
 import pytest
+from hermes_example_engine import UserTurnsEngine
 
 from hermes_core.testing.engine_suite import ContextEngineSuite
-from hermes_example_engine import UserTurnsEngine
 
 
 class TestUserTurnsEngine(ContextEngineSuite):

@@ -11,10 +11,10 @@ import pluggy
 import pytest
 from hermes_example_memory import KeywordMemoryProvider
 from hermes_example_memory.provider import extract_facts, keywords
-from hermes_hookspecs import ConfigError, MemoryProvider, Message, TurnRecord, specs
-from hermes_hookspecs.markers import ENTRY_POINT_GROUP, PROJECT_NAME
 
 from hermes_core.config import settings_from
+from hermes_hookspecs import ConfigError, MemoryProvider, Message, TurnRecord, specs
+from hermes_hookspecs.markers import ENTRY_POINT_GROUP, PROJECT_NAME
 
 
 def turn(text: str, session_id: str = "s1", turn_id: str = "t1") -> TurnRecord:
