@@ -118,6 +118,8 @@ class ContextEngineSuite:
 
     #: the tokens of the synthetic window the suite compresses against
     context_length = 16_000
+    #: set True when your engine must compress the synthetic session (not abort or skip)
+    expect_compressed = False
 
     @pytest.fixture
     def host(self) -> Any:
@@ -147,6 +149,8 @@ class ContextEngineSuite:
         rows = synthetic_session()
         result = bound_engine.compress(self.request(rows))
         assert result.engine == bound_engine.name
+        if self.expect_compressed:
+            assert result.status == "compressed", result.reason
         if result.status != "compressed":
             assert result.reason, "an aborted or skipped result must say why"
             return

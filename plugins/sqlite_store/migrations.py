@@ -105,8 +105,9 @@ _INITIAL = Migration(
             fts_cap INTEGER NOT NULL
         )
         """,
-        "CREATE INDEX messages_by_session ON messages(session_id)",
-        "CREATE INDEX messages_active ON messages(session_id, position) WHERE active = 1",
+        # one index serves the active view (session, 1, position order) and every
+        # per-session scan; a second index would cost each append another page write
+        "CREATE INDEX messages_by_session ON messages(session_id, active, position)",
         """
         CREATE TABLE message_calls (
             session_id TEXT NOT NULL,
@@ -131,9 +132,7 @@ _INITIAL = Migration(
             body, content='', tokenize='unicode61 remove_diacritics 2'
         )
         """,
-        # columnsize=0: no per-row size record; substring hits are not ranked by bm25
-        "CREATE VIRTUAL TABLE messages_fts_tri USING fts5("
-        "body, content='', tokenize='trigram', columnsize=0)",
+        "CREATE VIRTUAL TABLE messages_fts_tri USING fts5(body, content='', tokenize='trigram')",
         f"""
         CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
         BEGIN
