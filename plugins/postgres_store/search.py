@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 SUBSTRING_BONUS = 0.1
 SNIPPET_RADIUS = 60
 MAX_CANDIDATES = 20_000
+#: substring-only matches are looked for in the newest rows first (see substring_sql)
+NEWEST_WINDOW = 20_000
 _WORDISH = re.compile(r"\w", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 
@@ -110,19 +112,27 @@ def word_sql(
 
 
 def substring_sql(
-    parsed: ParsedQuery, session_id: str | None, active_only: bool
+    parsed: ParsedQuery, session_id: str | None, active_only: bool, *, floor: int | None
 ) -> tuple[str, dict[str, Any]]:
     """Rows matching every term as a substring but not as words: equal scores, newest first.
 
-    Ordering by id lets PostgreSQL stop after ``k`` rows instead of ranking
-    every match (a common fragment can match a large share of all rows).
+    With ``floor`` only rows with a larger id are read (the newest
+    :data:`NEWEST_WINDOW` rows): if ``k`` matches are there, they are the
+    newest ``k`` of all. Without it the trigram index is used for every match
+    (``message_id + 0`` keeps the planner off a whole-table backward id scan).
     """
     where, substring, params = _filters(parsed, session_id, active_only)
     conditions = [substring, *where]
     if parsed.has_words:
         conditions.append(f"NOT ({_WORD})")
+    order = "f.message_id"
+    if floor is not None:
+        conditions.append("f.message_id > %(floor)s")
+        params["floor"] = floor
+    elif session_id is None:
+        order = "f.message_id + 0"
     sql = _SELECT.format(score="%(bonus)s", where=" AND ".join(conditions))
-    return sql + "ORDER BY f.message_id DESC LIMIT %(k)s", params
+    return sql + f"ORDER BY {order} DESC LIMIT %(k)s", params
 
 
 def search(
@@ -136,37 +146,66 @@ def search(
     parsed = parse(query)
     if parsed.empty or limit <= 0:
         return []
-    parts = [substring_sql(parsed, session_id, not include_compacted)]
-    if parsed.has_words:
-        parts.insert(0, word_sql(parsed, session_id, not include_compacted))
+    active_only = not include_compacted
     k = max(limit * 3 + 10, 30)
     while True:
         rows: list[Any] = []
         full = False
-        for sql, params in parts:  # word matches (ranked) first, then substring-only ones
-            found = conn.execute(sql.encode(), {**params, "k": k}).fetchall()
-            full |= len(found) >= k
-            rows += found
-        hits: list[SearchHit] = []
-        seen: set[int] = set()
-        for mid, sid, role, active, compacted, created_at, root, body, score in rows:
-            if root in seen:
-                continue
-            seen.add(root)
-            hits.append(
-                SearchHit(
-                    message_id=mid,
-                    session_id=sid,
-                    role=role,
-                    snippet=snippet(body, parsed.terms),
-                    score=score,
-                    active=active,
-                    compacted=compacted,
-                    created_at=created_at,
-                )
-            )
-            if len(hits) >= limit:
-                return hits
-        if not full or k >= MAX_CANDIDATES:
-            return hits
+        if parsed.has_words:  # word matches, ranked, come first
+            sql, params = word_sql(parsed, session_id, active_only)
+            rows = conn.execute(sql.encode(), {**params, "k": k}).fetchall()
+            full = len(rows) >= k
+        if len(_dedupe(rows, limit)) < limit:  # then substring-only matches, newest first
+            rows += _substring_rows(conn, parsed, session_id, active_only, k)
+            full = full or len(rows) >= k
+        hits = _dedupe(rows, limit)
+        if len(hits) >= limit or not full or k >= MAX_CANDIDATES:
+            return [_hit(row, parsed) for row in hits]
         k *= 4
+
+
+def _substring_rows(
+    conn: psycopg.Connection[Any],
+    parsed: ParsedQuery,
+    session_id: str | None,
+    active_only: bool,
+    k: int,
+) -> list[Any]:
+    if session_id is None:
+        top = conn.execute("SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
+        floor = int(top[0]) - NEWEST_WINDOW if top else 0
+        if floor > 0:
+            sql, params = substring_sql(parsed, None, active_only, floor=floor)
+            found = conn.execute(sql.encode(), {**params, "k": k}).fetchall()
+            if len(found) >= k:
+                return list(found)
+    sql, params = substring_sql(parsed, session_id, active_only, floor=None)
+    return list(conn.execute(sql.encode(), {**params, "k": k}).fetchall())
+
+
+def _dedupe(rows: list[Any], limit: int) -> list[Any]:
+    """The first row of each carried-forward family (``origin_root``), up to ``limit``."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    for row in rows:
+        if row[6] in seen:
+            continue
+        seen.add(row[6])
+        out.append(row)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _hit(row: Any, parsed: ParsedQuery) -> SearchHit:
+    mid, sid, role, active, compacted, created_at, _root, body, score = row
+    return SearchHit(
+        message_id=mid,
+        session_id=sid,
+        role=role,
+        snippet=snippet(body, parsed.terms),
+        score=score,
+        active=active,
+        compacted=compacted,
+        created_at=created_at,
+    )
