@@ -5,6 +5,7 @@ imports:
 
 * ``hermes_settings``: validated :class:`~hermes_core.config.Settings` with the
   session store in a temporary SQLite file and memory under a temporary home;
+* ``fake_openai``: a running :class:`~hermes_core.testing.fake_openai.FakeOpenAIServer`;
 * ``hermes_factory``: build a :class:`~hermes_core.Hermes` with entry-point
   autoload OFF and exactly the plugins a test names (closed after the test).
 
@@ -51,3 +52,11 @@ def hermes_factory(hermes_settings: Any) -> Iterator[Callable[..., Any]]:
     yield make
     for host in made:
         host.close()
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[Any]:
+    """A loopback OpenAI-compatible server (validated against the ``openai`` types)."""
+    from hermes_core.testing.fake_openai import fake_openai_fixture
+
+    yield from fake_openai_fixture()
