@@ -24,6 +24,7 @@ Usage: ``.venv/bin/python benchmarks/compression.py [--runs 5] [--json out.json]
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 import subprocess
@@ -57,8 +58,8 @@ from hermes_plugin_tail_legacy import LegacyTail
 from hermes_plugin_tiktoken_counter.counter import TiktokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
-TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
-DJANGO = TRANSCRIPTS / "openai-chat" / "openhands-django-11149.json"
+TRANSCRIPTS = ROOT / "transcripts"
+DJANGO = TRANSCRIPTS / "openai-chat" / "openhands-django-11149.json.gz"
 THEIRS_PYTHON = ROOT / "benchmarks" / ".venv-hermes-agent" / "bin" / "python"
 THEIRS_DIR = ROOT / "benchmarks" / "theirs"
 STUB_SUMMARY = (
@@ -109,7 +110,7 @@ class BenchHost:
 
 
 def load_django() -> list[Message]:
-    data = json.loads(DJANGO.read_text(encoding="utf-8"))
+    data = json.loads(gzip.decompress(DJANGO.read_bytes()))
     out = []
     for raw in data["messages"]:
         raw = dict(raw)
@@ -130,12 +131,12 @@ def load_large(host: BenchHost, target_tokens: int = 250_000) -> tuple[list[Mess
 
     sources: list[tuple[str, list[Message]]] = [("openai-chat/django", load_django())]
     for importer, path in (
-        (ClaudeCodeImporter(), TRANSCRIPTS / "claude-code" / "entireio-cli-3dffd2ffdd52.jsonl"),
+        (ClaudeCodeImporter(), TRANSCRIPTS / "claude-code" / "entireio-cli-3dffd2ffdd52.jsonl.gz"),
         (
             CodexRolloutImporter(),
-            TRANSCRIPTS / "codex-rollout" / "entireio-entire-graph-54fb8b1d18b6.jsonl",
+            TRANSCRIPTS / "codex-rollout" / "entireio-entire-graph-54fb8b1d18b6.jsonl.gz",
         ),
-        (ClaudeCodeImporter(), TRANSCRIPTS / "claude-code" / "entireio-cli-38ecf75f2f1d.jsonl"),
+        (ClaudeCodeImporter(), TRANSCRIPTS / "claude-code" / "entireio-cli-38ecf75f2f1d.jsonl.gz"),
     ):
         for conversation in importer.load(path):
             sources.append((f"{importer.name}/{path.stem}", conversation.messages))

@@ -10,6 +10,7 @@ ids), enough to replay a transcript through several compressions.
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,8 +33,8 @@ from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
 from hermes_plugin_tail_lean import LeanTail
 from hermes_plugin_tail_legacy import LegacyTail
 
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
-DJANGO = TRANSCRIPTS / "openai-chat" / "openhands-django-11149.json"
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"
+DJANGO = TRANSCRIPTS / "openai-chat" / "openhands-django-11149.json.gz"
 MESSAGE_OVERHEAD = 3
 
 
@@ -107,7 +108,8 @@ def flatten_content(content: Any) -> str | None:
 
 def load_openai_chat(path: Path = DJANGO) -> list[Message]:
     """The transcript's messages (system prompt first), content parts flattened."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    raw_bytes = path.read_bytes()
+    data = json.loads(gzip.decompress(raw_bytes) if path.suffix == ".gz" else raw_bytes)
     out = []
     for raw in data["messages"]:
         raw = dict(raw)

@@ -3,7 +3,7 @@
 Run with the project's python (it only starts the reference venv's python)::
 
     .venv/bin/python benchmarks/theirs/run_samples.py \\
-        [--transcript shared/transcripts/openai-chat/openhands-django-11149.json] \\
+        [--transcript transcripts/openai-chat/openhands-django-11149.json.gz] \\
         [--quick] [--out results.json]
 
 Builds the reference venv first if needed.  This is a check that the runners work
@@ -30,7 +30,7 @@ from theirs_env import (  # noqa: E402
 from transcript_loader import load_openai_chat_transcript  # noqa: E402
 
 DEFAULT_TRANSCRIPT = (
-    THEIRS.parents[2] / "shared" / "transcripts" / "openai-chat" / "openhands-django-11149.json"
+    THEIRS.parents[1] / "transcripts" / "openai-chat" / "openhands-django-11149.json.gz"
 )
 STUB = "Stub summary for benchmarking: earlier turns were compacted. No details kept here."
 

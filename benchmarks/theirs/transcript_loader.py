@@ -15,6 +15,7 @@ Standard library only, so it runs under either venv.  As a script:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,8 @@ def normalize_message(raw: Any, where: str) -> dict[str, Any]:
 
 def load_openai_chat_transcript(path: Path, include_response: bool = True) -> list[dict[str, Any]]:
     """Messages of an openai-chat transcript file, plus the response's message if asked."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    raw = Path(path).read_bytes()
+    data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise TranscriptFormatError(f"{path}: expected an object with a 'messages' list")
     messages = [normalize_message(m, f"messages[{i}]") for i, m in enumerate(data["messages"])]
