@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError
+from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, ValidationError
 from hermes_hookspecs.messages import Message
 from hermes_hookspecs.records import LeaseHolder, NewMessage, NewSession
 from hermes_plugin_sqlite_store import LeaseKeeper, SqliteSessionStore
@@ -72,7 +72,7 @@ def test_acquire_renew_release_and_tokens(store: SqliteSessionStore, sid: str) -
     assert [first.token, second.token, third.token] == [1, 2, 3]
     with pytest.raises(NotFoundError):
         store.acquire_lease("no-such-session", cli, ttl=5)
-    with pytest.raises(StoreError, match="ttl"):
+    with pytest.raises(ValidationError, match="ttl"):
         store.acquire_lease(sid, cli, ttl=0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from hermes_core.storekit import check_new_session, check_tool_pairing, no_known_calls, pairing_rows
 from hermes_hookspecs.errors import StoreError, ValidationError
 from hermes_hookspecs.records import (
     CompactionCommit,
@@ -17,7 +18,6 @@ from hermes_hookspecs.records import (
 
 from . import leases
 from .rows import MESSAGE_COLUMNS, encode_json, message_from_row
-from .validation import check_new_session, check_tool_pairing
 from .writes import insert_messages, lock_session, origin_roots
 
 if TYPE_CHECKING:
@@ -131,12 +131,12 @@ def archive_and_compact(
     """Run inside the caller's transaction (see :meth:`SessionStore.archive_and_compact`)."""
     next_position, count = lock_session(conn, session_id)
     leases.fence(conn, session_id, lease)
-    check_tool_pairing(new_active, lambda ids: set(), "new_active")
+    check_tool_pairing(pairing_rows(new_active), no_known_calls, "new_active")
     late = _late_rows(conn, session_id, watermark)
     if late:
         check_tool_pairing(
-            [*new_active, *(_carry(row) for row in late)],
-            lambda ids: set(),
+            pairing_rows([*new_active, *(_carry(row) for row in late)]),
+            no_known_calls,
             "active view after compaction (new_active + rows after the watermark)",
         )
     roots = origin_roots(conn, new_active, "new_active")

@@ -16,6 +16,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from hermes_core.storekit import (
+    check_blob_kind,
+    check_count,
+    check_new_session,
+    check_timeout,
+    check_tool_pairing,
+    check_ttl,
+    check_update_fields,
+    coerce_messages,
+    pairing_rows,
+)
 from hermes_hookspecs.errors import (
     HermesError,
     LeaseBusy,
@@ -59,16 +70,6 @@ from .rows import (
     prefix_from_row,
     session_from_row,
     usage_from_row,
-)
-from .validation import (
-    check_blob_kind,
-    check_count,
-    check_new_session,
-    check_timeout,
-    check_tool_pairing,
-    check_ttl,
-    check_update_fields,
-    coerce_messages,
 )
 from .writes import insert_messages, known_calls, lock_session, origin_roots
 
@@ -318,7 +319,9 @@ class PostgresSessionStore(SessionStore):
             leases.fence(conn, session_id, lease)
             if not batch:
                 return []
-            check_tool_pairing(batch, lambda ids: known_calls(conn, session_id, ids), "messages")
+            check_tool_pairing(
+                pairing_rows(batch), lambda ids: known_calls(conn, session_id, ids), "messages"
+            )
             roots = origin_roots(conn, batch, "messages")
             rows = insert_messages(
                 conn,

@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError
+from hermes_core.storekit import check_ttl
+from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError, ValidationError
 from hermes_hookspecs.records import LeaseGrant, LeaseHolder
 from hermes_hookspecs.store import SessionStore
 
@@ -104,12 +105,6 @@ def load(conn: sqlite3.Connection, session_id: str) -> LeaseRow | None:
         expires_at=expires,
         released_at=released,
     )
-
-
-def check_ttl(ttl: float) -> float:
-    if not isinstance(ttl, int | float) or not ttl > 0:
-        raise StoreError(f"lease ttl must be a positive number of seconds, got {ttl!r}")
-    return float(ttl)
 
 
 def try_grant(
@@ -199,7 +194,7 @@ def acquire(
     """Grant the lease now, or (with ``timeout``) wait for it, woken promptly."""
     ttl = check_ttl(ttl)
     if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
-        raise StoreError(f"lease timeout must be None or seconds >= 0, got {timeout!r}")
+        raise ValidationError(f"lease timeout must be None or seconds >= 0, got {timeout!r}")
     grant, row = db.write(lambda conn: try_grant(conn, session_id, holder, ttl))
     if grant is not None:
         return grant

@@ -11,6 +11,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from hermes_core.storekit import (
+    check_tool_pairing,
+    coerce_messages,
+    no_known_calls,
+    pairing_rows,
+)
 from hermes_hookspecs.errors import NotFoundError, StoreError, ValidationError
 from hermes_hookspecs.records import (
     CompactionCommit,
@@ -45,7 +51,6 @@ from .rows import (
     usage_from_row,
 )
 from .search import search as run_search
-from .validation import check_tool_pairing, coerce_messages, pairing_rows
 
 #: Default cap on the characters of one message that reach the FTS indexes
 #: (content plus tool-call arguments). Text past the cap is stored in full but
@@ -389,7 +394,8 @@ class SqliteSessionStore(SessionStore):
             position = self._next_position(conn, session_id)
             leases.fence(conn, session_id, lease)
             check_tool_pairing(
-                pairs, lambda call_id: self._call_in_active_view(conn, session_id, call_id)
+                pairs,
+                lambda ids: {i for i in ids if self._call_in_active_view(conn, session_id, i)},
             )
             now = time.time()
             stored = self._insert_messages(conn, session_id, position, batch, now)
@@ -509,7 +515,7 @@ class SqliteSessionStore(SessionStore):
                 )
                 for m in carried
             ]
-            check_tool_pairing(view, lambda _call: False, "new_active + carried messages")
+            check_tool_pairing(view, no_known_calls, "new_active + carried messages")
             now = time.time()
             if in_place:
                 conn.execute(

@@ -1,4 +1,10 @@
-"""Input checks made before anything is written (bad input is refused whole)."""
+"""Input checks every session store makes before it writes anything.
+
+The store contract (:mod:`hermes_hookspecs.store`) says bad input is refused
+whole, with an error naming what was wrong. These pure functions are those
+checks, shared by the SQLite and PostgreSQL stores and offered to third-party
+stores so every backend refuses the same inputs with the same messages.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ def _describe(exc: pydantic.ValidationError) -> str:
     )
 
 
-def coerce_messages(items: Any, what: str) -> list[NewMessage]:
+def coerce_messages(items: Any, what: str = "messages") -> list[NewMessage]:
     """Validate a list of :class:`NewMessage`; plain dicts are validated into one.
 
     :raises ValidationError: naming the index and field that is wrong.
@@ -54,31 +60,45 @@ def coerce_messages(items: Any, what: str) -> list[NewMessage]:
     return out
 
 
+PairingRow = tuple[str, list[str], str | None]
+
+
+def pairing_rows(messages: Iterable[NewMessage]) -> list[PairingRow]:
+    """``(role, call ids made, tool_call_id answered)`` per message (see check_tool_pairing)."""
+    return [
+        (
+            new.message.role,
+            [call.id for call in new.message.tool_calls or []],
+            new.message.tool_call_id,
+        )
+        for new in messages
+    ]
+
+
 def check_tool_pairing(
-    messages: Iterable[NewMessage],
-    known_call: Callable[[set[str]], set[str]],
-    what: str,
+    rows: Iterable[PairingRow],
+    known_calls: Callable[[set[str]], set[str]],
+    what: str = "messages",
 ) -> None:
     """Each tool result answers a call made earlier (in the batch, or before it).
 
-    :param known_call: given call ids, returns those already made by an
-        assistant message of the active view (one query for the whole batch).
+    :param rows: :func:`pairing_rows` of the batch (plus any rows carried with it).
+    :param known_calls: given the call ids answered but not made in the batch,
+        returns those an assistant message of the active view already made
+        (one query for the whole batch).
     :raises ValidationError: naming the message index and the unknown call id.
     """
-    batch = list(messages)
+    batch = list(rows)
     made: set[str] = set()
     outside: set[str] = set()
-    for new in batch:
-        msg = new.message
-        if msg.role == "tool" and msg.tool_call_id and msg.tool_call_id not in made:
-            outside.add(msg.tool_call_id)
-        made.update(call.id for call in msg.tool_calls or [])
-    known = known_call(outside) if outside else set()
+    for role, calls, answered in batch:
+        if role == "tool" and answered and answered not in made:
+            outside.add(answered)
+        made.update(calls)
+    known = known_calls(outside) if outside else set()
     made.clear()
-    for index, new in enumerate(batch):
-        msg = new.message
-        if msg.role == "tool":
-            answered = msg.tool_call_id
+    for index, (role, calls, answered) in enumerate(batch):
+        if role == "tool":
             if answered is None:
                 raise ValidationError(f"{what}[{index}]: a tool message needs 'tool_call_id'")
             if answered not in made and answered not in known:
@@ -86,7 +106,12 @@ def check_tool_pairing(
                     f"{what}[{index}]: tool result answers call id {answered!r}, which no "
                     "earlier assistant message in the active view made"
                 )
-        made.update(call.id for call in msg.tool_calls or [])
+        made.update(calls)
+
+
+def no_known_calls(ids: set[str]) -> set[str]:
+    """``known_calls`` for a view that must pair up on its own (a new active view)."""
+    return set()
 
 
 def check_update_fields(fields: dict[str, Any]) -> dict[str, Any]:
