@@ -11,7 +11,7 @@
   branch names, error lines and exception names from every evicted message,
   extracted mechanically (:mod:`hermes_plugin_compressor.identifiers`), newest
   first, sharing tokens evenly across kinds within ``identifier_budget_tokens``
-  (at most a twelfth of the threshold); identifiers still in the tail are left
+  (at most a quarter of the threshold); identifiers still in the tail are left
   out; the previous index is carried forward at lower priority. Scanning goes
   from the newest evicted message back and stops, per kind, once the
   candidates found would cost twice the budget (older ones could never be
@@ -100,7 +100,7 @@ class LeanTail(TailStrategy):
         threshold = settings.threshold_tokens
         sections = [
             self._quotes(evicted, skip, min(settings.user_quote_budget_tokens, threshold // 32)),
-            self._index(evicted, tail, min(settings.identifier_budget_tokens, threshold // 12)),
+            self._index(evicted, tail, min(settings.identifier_budget_tokens, threshold // 4)),
             self._pointers(
                 evicted, skip, request.token_counts[:start], max(120, min(1_500, threshold // 60))
             ),
