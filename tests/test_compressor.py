@@ -472,3 +472,26 @@ def test_quality_identifiers_survive_repeated_compression_of_a_real_transcript()
     assert summary is not None
     pointers = next(s.body for s in summary.extra if s.title == "Recovery Pointers")
     assert "message ids" in pointers
+
+
+def test_a_huge_tool_output_in_the_tail_is_cut_to_an_excerpt_so_the_view_fits(
+    engine: ContextCompressor, host: PluginHost
+) -> None:
+    # the latest round returns one enormous output: the tail alone overflows the trigger
+    messages = session(turns=6, output_chars=2_000)[:-1]
+    huge = "build log line\n" * 6_000 + "ERROR: linker failed: undefined symbol foo_bar\n"
+    messages += [
+        Message(role="assistant", content="Building", tool_calls=[call("big", cmd="make")]),
+        Message(role="tool", tool_call_id="big", content=huge),
+    ]
+    settings = settings_for(8_000, tail="lean")
+    result = engine.compress(request(messages, settings))
+    assert result.status == "compressed", result.reason
+    assert result.tokens_after <= int(8_000 * 0.8)
+    cut = next(m.message for m in result.messages if m.message.tool_call_id == "big")
+    text = cut.text()
+    assert "chars cut to fit the context" in text
+    assert "undefined symbol foo_bar" in text  # the end of the output survives
+    big_id = len(messages)  # rows() numbers messages from 1
+    assert f"message id {big_id}" in text
+    assert not sequence_problems(out_messages(result))

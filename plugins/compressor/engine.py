@@ -27,7 +27,11 @@ kept as they are):
    middle, then the tail. The summary is a typed record:
    ``Message(role="user", kind="summary", summary=HandoffSummary(...),
    content=summary.render())`` - fenced by explicit begin/end markers and
-   marked reference-only.
+   marked reference-only. When the result still exceeds 80% of the trigger
+   (one huge tool output in the latest round), the largest tool outputs of
+   the tail are cut to a head-and-end excerpt naming ``message id N`` of the
+   full output (:func:`.prune.fit_tail`); without this a session whose tail
+   alone overflows could never get back under its trigger.
 
 **Repair rule** (:mod:`.repair`), applied to the reassembled list:
 
@@ -53,8 +57,9 @@ consecutive failure; a circuit breaker opens after ``breaker_after``
 ineffective compressions in a row (see :mod:`.session_state`). A manual
 compress bypasses both.
 
-``select_context`` returns the repaired view when the messages about to be
-sent break the tool-pair rules, and ``None`` (send as is) otherwise.
+``select_context`` is not overridden (the runtime only sends sequences it
+validated); :meth:`ContextCompressor.repair_view` returns the repaired view of
+a sequence assembled elsewhere.
 """
 
 from __future__ import annotations
@@ -85,7 +90,7 @@ from hermes_hookspecs.compression import EngineHost
 
 from .groups import group_starts, snap_back, snap_forward
 from .items import Item
-from .prune import prune
+from .prune import FIT_RATIO, fit_tail, prune
 from .repair import plan_repair, stub_message
 from .session_state import SessionState
 from .summary_input import SummaryInput, build_summary_input
@@ -307,6 +312,10 @@ class _Work:
             out.append(last_user)
         out.extend(tail)
         out = self._repair(out, items)
+        tail_from = len(out) - len(tail)
+        limit = int(settings.threshold_tokens * FIT_RATIO)
+        if fit_tail(out, tail_from, limit, self.count):
+            self.notes.append("cut oversized tool output in the tail to excerpts to fit")
         tokens_after = sum(item.tokens for item in out)
         if tokens_after >= self.tokens_before:
             self.not_smaller = True

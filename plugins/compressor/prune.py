@@ -157,3 +157,63 @@ def prune(
             item.changed = True
             changed += 1
     return changed
+
+
+#: after reassembly the view must sit under this share of the trigger, or the tail is fitted
+FIT_RATIO = 0.80
+
+
+def excerpt(text: str, keep_chars: int, message_id: int | None) -> str:
+    """The head and the end of ``text`` (errors usually close a tool output) around a cut note."""
+    half = max(80, keep_chars // 2)
+    if len(text) <= 2 * half + 200:
+        return text
+    pointer = recovery_pointer(message_id)
+    where = f"; the full output is {pointer} (session search opens it)" if pointer else ""
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut:,} chars cut to fit the context{where} ...]\n{text[-half:]}"
+
+
+def fit_tail(
+    items: list[Item],
+    start: int,
+    limit: int,
+    recount: Callable[[Message], int],
+) -> int:
+    """Cut the largest tool outputs from ``items[start:]`` to excerpts until the view fits.
+
+    Used only when the verbatim tail alone overflows ``limit`` (one huge tool
+    output in the latest round): without it a compression could not get the
+    session under its trigger, and the breaker would stop compressing while the
+    session kept growing. Returns how many messages were cut.
+    """
+    total = sum(item.tokens for item in items)
+    if total <= limit:
+        return 0
+    per_message = max(256, limit // 8)
+    candidates = sorted(
+        (
+            i
+            for i in range(start, len(items))
+            if items[i].message.role == "tool"
+            and items[i].message.kind == "message"
+            and items[i].tokens > per_message
+        ),
+        key=lambda i: items[i].tokens,
+        reverse=True,
+    )
+    changed = 0
+    for index in candidates:
+        if total <= limit:
+            break
+        item = items[index]
+        text = item.message.text()
+        keep = per_message * 3  # about three characters a token in tool output
+        new = item.message.model_copy(update={"content": excerpt(text, keep, item.recovery_id)})
+        tokens = recount(new)
+        if tokens >= item.tokens:
+            continue
+        total -= item.tokens - tokens
+        item.message, item.tokens, item.changed = new, tokens, True
+        changed += 1
+    return changed
