@@ -9,7 +9,10 @@ promises (see :mod:`hermes_hookspecs.memory`):
   manager (one pool per provider, so a hung provider cannot starve the other).
   ``prefetch`` is abandoned after ``memory.prefetch_timeout`` seconds, every
   other call after ``memory.call_timeout``; an abandoned call's late result is
-  discarded. An exception is logged with the provider's name (logger
+  discarded. A provider that times out :data:`BREAKER_TIMEOUTS` times in a row
+  is suspended for :data:`BREAKER_SECONDS` (its calls are skipped at once, so
+  a dead vendor service costs nothing per call). An exception is logged with
+  the provider's name (logger
   ``hermes_core.memory``) and the caller gets the neutral result (``None``,
   ``[]``...), so the turn goes on.
 * :meth:`MemoryManager.sync_turn` returns at once; the work runs in order per
@@ -66,6 +69,10 @@ BUILTIN_NAME = "builtin"
 PROMPT_BLOCK_ORDER = 700
 #: worker threads per provider (bounds the threads a hanging provider can hold)
 WORKERS_PER_PROVIDER = 4
+#: consecutive timeouts after which a provider is suspended (its calls skipped without waiting)
+BREAKER_TIMEOUTS = 3
+#: how long a suspended provider is skipped before it is tried again
+BREAKER_SECONDS = 60.0
 #: threads draining the per-session ``sync_turn`` queues
 SYNC_WORKERS = 4
 
@@ -98,6 +105,9 @@ class MemoryManager:
         self._settings = settings
         self._redactor = redactor
         self._closed = False
+        # breaker: provider id -> consecutive timeouts, and suspended-until (monotonic)
+        self._timeouts: dict[int, int] = {}
+        self._suspended: dict[int, float] = {}
         self._close_lock = threading.Lock()
         self._pools: dict[int, DaemonPool] = {}
         self._builtin = builtin
@@ -369,8 +379,28 @@ class MemoryManager:
 
     # -- isolation ---------------------------------------------------------------------------
     def _submit(self, provider: MemoryProvider, method: str, args: tuple[Any, ...]) -> Future[Any]:
+        until = self._suspended.get(id(provider))
+        if until is not None:
+            if time.monotonic() < until:
+                raise PoolClosed(f"memory provider {_name(provider)!r} is suspended")
+            self._suspended.pop(id(provider), None)
+            self._timeouts[id(provider)] = BREAKER_TIMEOUTS - 1  # one more timeout re-opens it
         pool = self._pools[id(provider)]
         return pool.submit(getattr(provider, method), *args)
+
+    def _note_timeout(self, provider: MemoryProvider) -> None:
+        """Count a timeout; after BREAKER_TIMEOUTS in a row, suspend the provider for a while."""
+        count = self._timeouts.get(id(provider), 0) + 1
+        self._timeouts[id(provider)] = count
+        if count >= BREAKER_TIMEOUTS and id(provider) not in self._suspended:
+            self._suspended[id(provider)] = time.monotonic() + BREAKER_SECONDS
+            logger.warning(
+                "memory provider %r timed out %d times in a row; suspended for %.0fs "
+                "(its calls are skipped without waiting)",
+                _name(provider),
+                count,
+                BREAKER_SECONDS,
+            )
 
     def _call(
         self, provider: MemoryProvider, method: str, args: tuple[Any, ...], timeout: float
@@ -416,9 +446,12 @@ class MemoryManager:
         limit: float | None = None,
     ) -> Any:
         try:
-            return future.result(timeout=timeout)
+            result = future.result(timeout=timeout)
+            self._timeouts.pop(id(provider), None)
+            return result
         except FutureTimeout:
             future.cancel()  # still queued: never runs; running: result discarded
+            self._note_timeout(provider)
             logger.warning(
                 "memory provider %r: %s exceeded %.2fs; skipped (the turn goes on)",
                 _name(provider),

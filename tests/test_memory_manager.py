@@ -704,3 +704,20 @@ def test_a_hung_provider_does_not_keep_the_process_alive(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "exiting"]
+
+
+def test_a_provider_that_keeps_timing_out_is_suspended_without_waiting(
+    make_manager: Callable[..., MemoryManager],
+) -> None:
+    hanger = HangingPrefetch()
+    manager = make_manager(hanger, prefetch_timeout=0.3)
+    try:
+        for _ in range(3):  # three timeouts in a row open the breaker
+            started = time.monotonic()
+            assert manager.prefetch("q", "s") == "builtin recall"
+            assert time.monotonic() - started >= 0.25
+        started = time.monotonic()
+        assert manager.prefetch("q", "s") == "builtin recall"
+        assert time.monotonic() - started < 0.2  # skipped, not waited for
+    finally:
+        hanger.release.set()
