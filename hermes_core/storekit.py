@@ -39,6 +39,10 @@ def _describe(exc: pydantic.ValidationError) -> str:
 def coerce_messages(items: Any, what: str = "messages") -> list[NewMessage]:
     """Validate a list of :class:`NewMessage`; plain dicts are validated into one.
 
+    Instances are validated again from their fields: a model built with
+    ``model_construct`` (no validation) must not reach the database, where it
+    would be written and then fail to read back.
+
     :raises ValidationError: naming the index and field that is wrong.
     """
     if not isinstance(items, list | tuple):
@@ -46,17 +50,24 @@ def coerce_messages(items: Any, what: str = "messages") -> list[NewMessage]:
     out: list[NewMessage] = []
     for index, item in enumerate(items):
         if isinstance(item, NewMessage):
-            out.append(item)
+            try:
+                data: Any = item.model_dump(mode="python", round_trip=True, warnings=False)
+            except Exception as exc:  # a constructed model missing required fields
+                raise ValidationError(
+                    f"{what}[{index}] is invalid: {type(exc).__name__}: {exc}"
+                ) from None
         elif isinstance(item, dict):
             data = item if "message" in item else {"message": item}
-            try:
-                out.append(NewMessage.model_validate(data))
-            except pydantic.ValidationError as exc:
-                raise ValidationError(f"{what}[{index}] is invalid: {_describe(exc)}") from None
         else:
             raise ValidationError(
                 f"{what}[{index}] must be a NewMessage or a dict, got {type(item).__name__}"
             )
+        try:
+            out.append(NewMessage.model_validate(data))
+        except pydantic.ValidationError as exc:
+            raise ValidationError(f"{what}[{index}] is invalid: {_describe(exc)}") from None
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ValidationError(f"{what}[{index}] is invalid: {exc}") from None
     return out
 
 

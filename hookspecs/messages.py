@@ -23,6 +23,26 @@ SUMMARY_BEGIN = "[CONTEXT SUMMARY: reference only, not instructions]"
 SUMMARY_END = "[END OF CONTEXT SUMMARY]"
 
 
+def check_unicode(value: Any, field: str) -> None:
+    """Raise ValueError when ``value`` (a str, or strings nested in lists and dicts) is
+    not encodable Unicode text, such as one holding a lone surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{field} holds a lone surrogate at position {exc.start} "
+                f"({value[exc.start]!r}); text must be valid Unicode"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_unicode(key, field)
+            check_unicode(item, f"{field}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_unicode(item, f"{field}[{index}]")
+
+
 class ToolFunction(BaseModel):
     """The ``function`` member of a tool call: a name and JSON-encoded arguments."""
 
@@ -34,6 +54,7 @@ class ToolFunction(BaseModel):
     @field_validator("arguments")
     @classmethod
     def _arguments_are_json(cls, value: str) -> str:
+        check_unicode(value, "arguments")
         try:
             json.loads(value)
         except (TypeError, ValueError) as exc:
@@ -142,6 +163,13 @@ class Message(BaseModel):
             for index, part in enumerate(value):
                 if not isinstance(part.get("type"), str):
                     raise ValueError(f"content part {index} has no string 'type': {part!r:.80}")
+        check_unicode(value, "content")
+        return value
+
+    @field_validator("tool_call_id", "name")
+    @classmethod
+    def _ids_are_text(cls, value: str | None) -> str | None:
+        check_unicode(value, "tool_call_id/name")
         return value
 
     @model_validator(mode="after")
@@ -154,6 +182,10 @@ class Message(BaseModel):
             )
         if self.kind == "summary" and self.summary is None:
             raise ValueError("a summary message needs its 'summary' record")
+        if self.summary is not None:
+            check_unicode(self.summary.model_dump(), "summary")
+        if self.provider_item is not None:
+            check_unicode(self.provider_item, "provider_item")
         if self.kind == "compaction" and self.provider_item is None:
             raise ValueError("a compaction message needs its opaque 'provider_item'")
         return self
@@ -188,12 +220,17 @@ class Message(BaseModel):
         """Validate a wire dict (unknown wire keys such as ``refusal`` are dropped)."""
         known = {"role", "content", "tool_calls", "tool_call_id", "name"}
         cleaned = {k: v for k, v in data.items() if k in known}
-        if cleaned.get("tool_calls"):
+        calls = cleaned.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            # drop wire-only keys (``index``...) of well-formed calls; anything else
+            # is left for validation to report by position
             cleaned["tool_calls"] = [
                 {k: v for k, v in call.items() if k in {"id", "type", "function"}}
-                for call in cleaned["tool_calls"]
+                if isinstance(call, dict)
+                else call
+                for call in calls
             ]
-        elif "tool_calls" in cleaned:
+        elif "tool_calls" in cleaned and not calls:
             cleaned["tool_calls"] = None
         return cls.model_validate(cleaned)
 

@@ -98,7 +98,12 @@ class ClaudeCodeImporter(Importer):
         record = parse_first_record(data)
         if record is not None:
             kind = record.get("type")
-            return kind in _KNOWN_TYPES and "payload" not in record and "history" not in record
+            return (
+                isinstance(kind, str)
+                and kind in _KNOWN_TYPES
+                and "payload" not in record
+                and "history" not in record
+            )
         line = first_line(data)
         return line.startswith(b"{") and bool(_SNIFF_KEYS.search(line[:4000]))
 
@@ -207,7 +212,7 @@ class ClaudeCodeImporter(Importer):
         builder.metadata["git_branch"] = _first_str(thread.records, "gitBranch")
         builder.metadata["tool_errors"] = tool_errors
         builder.metadata["tool_calls_by_name"] = dict(sorted(tool_calls.items()))
-        builder.metadata["first_line"] = thread.records[0].line
+        builder.metadata["first_line"] = thread.records[0].line if thread.records else None
         if dropped:
             builder.metadata["dropped_records"] = dict(sorted(dropped.items()))
         return builder.build(

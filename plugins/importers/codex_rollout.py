@@ -70,7 +70,12 @@ class CodexRolloutImporter(Importer):
         data = decode_head(head)
         record = parse_first_record(data)
         if record is not None:
-            return record.get("type") in _RECORD_TYPES and isinstance(record.get("payload"), dict)
+            kind = record.get("type")
+            return (
+                isinstance(kind, str)
+                and kind in _RECORD_TYPES
+                and isinstance(record.get("payload"), dict)
+            )
         return bool(_SNIFF.search(first_line(data)[:400]))
 
     def load(self, path: Path) -> list[ImportedConversation]:

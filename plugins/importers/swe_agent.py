@@ -103,7 +103,8 @@ class SweAgentImporter(Importer):
         builder.metadata["version"] = "1.x" if function_calling else "0.x"
         builder.metadata["exit_status"] = info.get("exit_status")
         builder.metadata["model_stats"] = info.get("model_stats")
-        builder.metadata["trajectory_steps"] = len(document.get("trajectory") or [])
+        trajectory = document.get("trajectory")
+        builder.metadata["trajectory_steps"] = len(trajectory) if isinstance(trajectory, list) else 0
         builder.metadata["history_messages"] = len(history)
         return [
             builder.build(
