@@ -381,50 +381,58 @@ def _row(label: str, pg: str, lite: str) -> str:
 def report(result: dict[str, Any]) -> None:
     pg = result["postgres"]
     lite = result.get("sqlite") or {}
+
+    def pair(row: dict[str, Any] | None, fmt: str = "{p50_ms:.2f} / {p95_ms:.2f}") -> str:
+        return fmt.format(**row) if row else ""
+
     print()
     print(_row("", "postgres", "sqlite" if lite else ""))
-    ap = pg["append"]
-    print(
-        _row(
-            "append msg/s (1 txn each)",
-            f"{ap['ours_msgs_per_s']}",
-            str(lite.get("append", {}).get("ours_msgs_per_s", "")),
-        )
-    )
-    print(
-        _row(
-            "  fraction of raw ceiling",
-            f"{ap['fraction_of_raw_ceiling']:.0%}",
-            f"{lite['append']['fraction_of_raw_ceiling']:.0%}" if lite else "",
-        )
-    )
+    for key, label in (
+        ("append", "append msg/s, 1 txn each"),
+        ("append_async_commit", "  same, sync commit off"),
+    ):
+        if key in pg:
+            print(
+                _row(
+                    label,
+                    str(pg[key]["ours_msgs_per_s"]),
+                    str(lite["append"]["ours_msgs_per_s"]) if lite and key == "append" else "",
+                )
+            )
+            print(
+                _row(
+                    "    fraction of raw ceiling",
+                    f"{pg[key]['fraction_of_raw_ceiling']:.0%}",
+                    f"{lite['append']['fraction_of_raw_ceiling']:.0%}"
+                    if lite and key == "append"
+                    else "",
+                )
+            )
     for size, row in pg["search"].items():
         other = lite.get("search", {}).get(size)
         print(
             _row(
                 f"search {int(size):,} p50/p95 ms",
-                f"{row['all']['p50_ms']:.2f} / {row['all']['p95_ms']:.2f}",
-                f"{other['all']['p50_ms']:.2f} / {other['all']['p95_ms']:.2f}" if other else "",
+                pair(row["all"]),
+                pair(other["all"]) if other else "",
             )
         )
-    cp = pg["archive_and_compact_10k"]
-    other_cp = lite.get("archive_and_compact_10k")
-    print(
-        _row(
-            "compact 10k p50 ms",
-            f"{cp['p50_ms']:.1f}",
-            f"{other_cp['p50_ms']:.1f}" if other_cp else "",
+    if "archive_and_compact_10k" in pg:
+        print(
+            _row(
+                "compact 10k p50 ms",
+                pair(pg["archive_and_compact_10k"], "{p50_ms:.1f}"),
+                pair(lite.get("archive_and_compact_10k"), "{p50_ms:.1f}"),
+            )
         )
-    )
-    ho = pg["lease_handover"]
-    other_ho = lite.get("lease_handover")
-    print(
-        _row(
-            "lease hand-over p50/p95 ms",
-            f"{ho['p50_ms']:.2f} / {ho['p95_ms']:.2f}",
-            f"{other_ho['p50_ms']:.2f} / {other_ho['p95_ms']:.2f}" if other_ho else "",
+    if "lease_handover" in pg:
+        print(
+            _row(
+                "lease hand-over p50/p95 ms",
+                pair(pg["lease_handover"]),
+                pair(lite.get("lease_handover")),
+            )
         )
-    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -436,7 +444,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rebuild", action="store_true", help="rebuild the search schemas")
     parser.add_argument("--with-sqlite", action="store_true", help="measure the SQLite store too")
-    parser.add_argument("--cache", default="/tmp/hermes-bench", help="SQLite database cache")
+    parser.add_argument(
+        "--cache", default="/tmp/hermes-bench-pg-side", help="SQLite database cache (own dir)"
+    )
+    parser.add_argument(
+        "--sqlite-sizes", default=None, help="search sizes for the SQLite side (default: --sizes)"
+    )
+    parser.add_argument(
+        "--parts", default="append,compact,handover,search", help="what to measure on postgres"
+    )
     parser.add_argument(
         "--json", default=str(Path(__file__).parent / "results" / "store_postgres.json")
     )
@@ -455,21 +471,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with psycopg.connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()
     pg: dict[str, Any] = {"server_version": version[0] if version else "?", "cpus": os.cpu_count()}
-    pg["append"] = bench_append(dsn, args.appends)
-    print(f"append: {pg['append']}", flush=True)
-    pg["append_async_commit"] = bench_append(async_commit(dsn), args.appends)
-    print(f"append (synchronous_commit=off): {pg['append_async_commit']}", flush=True)
-    pg["archive_and_compact_10k"] = bench_compact(dsn)
-    print(f"archive_and_compact 10k: {pg['archive_and_compact_10k']}", flush=True)
-    pg["lease_handover"] = bench_handover(dsn)
-    print(f"lease hand-over: {pg['lease_handover']}", flush=True)
+    parts = set(args.parts.split(","))
+    if "append" in parts:
+        pg["append"] = bench_append(dsn, args.appends)
+        print(f"append: {pg['append']}", flush=True)
+        pg["append_async_commit"] = bench_append(async_commit(dsn), args.appends)
+        print(f"append (synchronous_commit=off): {pg['append_async_commit']}", flush=True)
+    if "compact" in parts:
+        pg["archive_and_compact_10k"] = bench_compact(dsn)
+        print(f"archive_and_compact 10k: {pg['archive_and_compact_10k']}", flush=True)
+    if "handover" in parts:
+        pg["lease_handover"] = bench_handover(dsn)
+        print(f"lease hand-over: {pg['lease_handover']}", flush=True)
     pg["search"] = {}
-    for size in sizes:
+    for size in sizes if "search" in parts else []:
         pg["search"][str(size)] = bench_search(dsn, size, args.queries, args.rebuild)
         print(f"search {size:,}: {pg['search'][str(size)]}", flush=True)
     result: dict[str, Any] = {"postgres": pg}
     if args.with_sqlite:
-        result["sqlite"] = sqlite_side(sizes, args.appends, args.queries, Path(args.cache))
+        lite_sizes = [
+            int(x)
+            for x in (args.sizes if args.sqlite_sizes is None else args.sqlite_sizes).split(",")
+            if x
+        ]
+        result["sqlite"] = sqlite_side(lite_sizes, args.appends, args.queries, Path(args.cache))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2), encoding="utf-8")

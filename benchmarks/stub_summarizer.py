@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hermes_core.config import settings_from
+from hermes_core.host import Hermes
 from hermes_hookspecs import (
     HandoffSummary,
     Summarizer,
@@ -19,9 +21,6 @@ from hermes_hookspecs import (
     SummaryResult,
     hookimpl,
 )
-
-from hermes_core.config import settings_from
-from hermes_core.host import Hermes
 
 STUB_SUMMARY = (
     "Summary of earlier work: the agent investigated the task, ran commands and edited files. "

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_core.replay import split_turns
+from hermes_core.tokens import Tokens
 from hermes_hookspecs import Message
 from hermes_plugin_importers import builtin_importers, load_transcript
 from hermes_plugin_tiktoken_counter import TiktokenCounter
-
-from hermes_core.replay import split_turns
-from hermes_core.tokens import Tokens
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = REPO / "transcripts"
@@ -43,11 +42,19 @@ class SessionInput:
 
     def body(self) -> list[Message]:
         """The messages after the leading system message."""
-        return self.messages[1:] if self.messages and self.messages[0].role == "system" else self.messages
+        return (
+            self.messages[1:]
+            if self.messages and self.messages[0].role == "system"
+            else self.messages
+        )
 
     def system(self) -> Message:
         first = self.messages[0] if self.messages else None
-        return first if first is not None and first.role == "system" else Message(role="system", content="")
+        return (
+            first
+            if first is not None and first.role == "system"
+            else Message(role="system", content="")
+        )
 
 
 def counter() -> Tokens:
