@@ -60,10 +60,19 @@ def cli(ctx: click.Context, config: str | None, traceback: bool) -> None:
     ctx.obj = State(config, traceback)
 
 
+def _one_line_warning(
+    message: Warning | str, category: type[Warning], *args: object, **kwargs: object
+) -> str:
+    return f"Warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    import warnings
+
     from . import commands  # noqa: F401  (registers the commands)
 
+    warnings.formatwarning = _one_line_warning  # this process is the CLI: one line each
     cli.main(args=argv, prog_name="hermes-core")
 
 
