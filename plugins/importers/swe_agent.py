@@ -104,7 +104,8 @@ class SweAgentImporter(Importer):
         builder.metadata["exit_status"] = info.get("exit_status")
         builder.metadata["model_stats"] = info.get("model_stats")
         trajectory = document.get("trajectory")
-        builder.metadata["trajectory_steps"] = len(trajectory) if isinstance(trajectory, list) else 0
+        steps = len(trajectory) if isinstance(trajectory, list) else 0
+        builder.metadata["trajectory_steps"] = steps
         builder.metadata["history_messages"] = len(history)
         return [
             builder.build(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hermes_hookspecs.errors import ConfigError, StoreError
 
@@ -72,10 +72,13 @@ def describe_dsn(dsn: str) -> str:
 
 def connect_once(dsn: str, connect_timeout: float) -> psycopg.Connection[Any]:
     """One autocommit connection, with connection failures turned into a StoreError."""
-    psycopg, _ = import_psycopg()
+    pg, _ = import_psycopg()
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
-    except psycopg.Error as exc:
+        return cast(
+            "psycopg.Connection[Any]",
+            pg.connect(dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))),
+        )
+    except pg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"cannot connect to PostgreSQL ({describe_dsn(dsn)}): {first}") from None
 

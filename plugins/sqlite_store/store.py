@@ -13,6 +13,7 @@ from typing import Any
 
 from hermes_core.storekit import (
     check_tool_pairing,
+    check_ttl,
     coerce_messages,
     no_known_calls,
     pairing_rows,
@@ -725,7 +726,7 @@ class SqliteSessionStore(SessionStore):
         return leases.acquire(self._db, session_id, holder, ttl, timeout)
 
     def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant:
-        ttl = leases.check_ttl(ttl)
+        ttl = check_ttl(ttl)
         return self._db.write(lambda conn: leases.renew(conn, lease, ttl))
 
     def release_lease(self, lease: LeaseGrant) -> None:
