@@ -8,13 +8,21 @@ stores so every backend refuses the same inputs with the same messages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pydantic
 
 from hermes_hookspecs.errors import ValidationError
-from hermes_hookspecs.records import NewMessage, NewSession
+from hermes_hookspecs.messages import Usage
+from hermes_hookspecs.records import (
+    CompactionEvent,
+    NewMessage,
+    NewSession,
+    PrefixEntry,
+    UsageRecord,
+)
 
 #: session fields :meth:`SessionStore.update_session` may change, with their types
 UPDATABLE: dict[str, tuple[type, ...]] = {
@@ -188,3 +196,55 @@ def check_count(value: Any, name: str, *, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+# -- row mappers shared by SQL stores (same column order in every backend) --------
+
+
+def usage_from_row(row: Sequence[Any]) -> UsageRecord:
+    sid, turn_id, inp, out, cread, cwrite, reasoning, model, created_at = row
+    return UsageRecord(
+        session_id=sid,
+        turn_id=turn_id,
+        usage=Usage(
+            input_tokens=inp,
+            output_tokens=out,
+            cache_read_tokens=cread,
+            cache_write_tokens=cwrite,
+            reasoning_tokens=reasoning,
+            model=model,
+        ),
+        created_at=created_at,
+    )
+
+
+PREFIX_COLUMNS = (
+    "session_id, request_index, request_hash, request_tokens, shared_prefix_hash, "
+    "shared_prefix_tokens, previous_tokens, break_reason, provider_cached_tokens, created_at"
+)
+
+
+def prefix_from_row(row: Sequence[Any]) -> PrefixEntry:
+    names = [name.strip() for name in PREFIX_COLUMNS.split(",")]
+    return PrefixEntry.model_validate(dict(zip(names, row, strict=True)))
+
+
+EVENT_COLUMNS = (
+    "session_id, engine, backend, tokens_before, tokens_after, summarizer, fallback, detail, "
+    "created_at"
+)
+
+
+def event_from_row(row: Sequence[Any]) -> CompactionEvent:
+    sid, engine, backend, before, after, summarizer, fallback, detail, created_at = row
+    return CompactionEvent(
+        session_id=sid,
+        engine=engine,
+        backend=backend,
+        tokens_before=before,
+        tokens_after=after,
+        summarizer=summarizer,
+        fallback=bool(fallback),
+        detail=json.loads(detail),
+        created_at=created_at,
+    )

@@ -13,15 +13,27 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from hermes_core.storekit import (  # shared with every SQL store; re-exported here
+    EVENT_COLUMNS as EVENT_COLUMNS,
+)
+from hermes_core.storekit import (
+    PREFIX_COLUMNS as PREFIX_COLUMNS,
+)
+from hermes_core.storekit import (
+    event_from_row as event_from_row,
+)
+from hermes_core.storekit import (
+    prefix_from_row as prefix_from_row,
+)
+from hermes_core.storekit import (
+    usage_from_row as usage_from_row,
+)
 from hermes_hookspecs.errors import ValidationError
-from hermes_hookspecs.messages import Message, Usage, content_text
+from hermes_hookspecs.messages import Message, content_text
 from hermes_hookspecs.records import (
-    CompactionEvent,
     NewMessage,
-    PrefixEntry,
     SessionRecord,
     StoredMessage,
-    UsageRecord,
 )
 
 SESSION_COLUMNS = (
@@ -147,52 +159,3 @@ def message_params(new: NewMessage, index: int, what: str) -> dict[str, Any]:
         "origin_id": new.origin_id,
         "tool_call_ids": [call.id for call in msg.tool_calls] if msg.tool_calls else None,
     }
-
-
-def usage_from_row(row: Sequence[Any]) -> UsageRecord:
-    sid, turn_id, inp, out, cread, cwrite, reasoning, model, created_at = row
-    return UsageRecord(
-        session_id=sid,
-        turn_id=turn_id,
-        usage=Usage(
-            input_tokens=inp,
-            output_tokens=out,
-            cache_read_tokens=cread,
-            cache_write_tokens=cwrite,
-            reasoning_tokens=reasoning,
-            model=model,
-        ),
-        created_at=created_at,
-    )
-
-
-PREFIX_COLUMNS = (
-    "session_id, request_index, request_hash, request_tokens, shared_prefix_hash, "
-    "shared_prefix_tokens, previous_tokens, break_reason, provider_cached_tokens, created_at"
-)
-
-
-def prefix_from_row(row: Sequence[Any]) -> PrefixEntry:
-    names = [name.strip() for name in PREFIX_COLUMNS.split(",")]
-    return PrefixEntry.model_validate(dict(zip(names, row, strict=True)))
-
-
-EVENT_COLUMNS = (
-    "session_id, engine, backend, tokens_before, tokens_after, summarizer, fallback, detail, "
-    "created_at"
-)
-
-
-def event_from_row(row: Sequence[Any]) -> CompactionEvent:
-    sid, engine, backend, before, after, summarizer, fallback, detail, created_at = row
-    return CompactionEvent(
-        session_id=sid,
-        engine=engine,
-        backend=backend,
-        tokens_before=before,
-        tokens_after=after,
-        summarizer=summarizer,
-        fallback=fallback,
-        detail=json.loads(detail),
-        created_at=created_at,
-    )

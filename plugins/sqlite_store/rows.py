@@ -6,14 +6,26 @@ import json
 import sqlite3
 from typing import Any
 
-from hermes_hookspecs.messages import Message, Usage, content_text
+from hermes_core.storekit import (  # shared with every SQL store; re-exported here
+    EVENT_COLUMNS as EVENT_COLUMNS,
+)
+from hermes_core.storekit import (
+    PREFIX_COLUMNS as PREFIX_COLUMNS,
+)
+from hermes_core.storekit import (
+    event_from_row as event_from_row,
+)
+from hermes_core.storekit import (
+    prefix_from_row as prefix_from_row,
+)
+from hermes_core.storekit import (
+    usage_from_row as usage_from_row,
+)
+from hermes_hookspecs.messages import Message, content_text
 from hermes_hookspecs.records import (
-    CompactionEvent,
     NewMessage,
-    PrefixEntry,
     SessionRecord,
     StoredMessage,
-    UsageRecord,
 )
 
 SESSION_COLUMNS = (
@@ -173,52 +185,3 @@ def search_text(content: str | None, calls: str | None) -> str:
             pieces.append(f"{function.get('name', '')} {function.get('arguments', '')}")
         text += "\n" + "\n".join(pieces)
     return text
-
-
-def usage_from_row(row: tuple[Any, ...]) -> UsageRecord:
-    sid, turn_id, inp, out, cread, cwrite, reasoning, model, created_at = row
-    return UsageRecord(
-        session_id=sid,
-        turn_id=turn_id,
-        usage=Usage(
-            input_tokens=inp,
-            output_tokens=out,
-            cache_read_tokens=cread,
-            cache_write_tokens=cwrite,
-            reasoning_tokens=reasoning,
-            model=model,
-        ),
-        created_at=created_at,
-    )
-
-
-PREFIX_COLUMNS = (
-    "session_id, request_index, request_hash, request_tokens, shared_prefix_hash, "
-    "shared_prefix_tokens, previous_tokens, break_reason, provider_cached_tokens, created_at"
-)
-
-
-def prefix_from_row(row: tuple[Any, ...]) -> PrefixEntry:
-    names = [name.strip() for name in PREFIX_COLUMNS.split(",")]
-    return PrefixEntry.model_validate(dict(zip(names, row, strict=True)))
-
-
-EVENT_COLUMNS = (
-    "session_id, engine, backend, tokens_before, tokens_after, summarizer, fallback, detail, "
-    "created_at"
-)
-
-
-def event_from_row(row: tuple[Any, ...]) -> CompactionEvent:
-    sid, engine, backend, before, after, summarizer, fallback, detail, created_at = row
-    return CompactionEvent(
-        session_id=sid,
-        engine=engine,
-        backend=backend,
-        tokens_before=before,
-        tokens_after=after,
-        summarizer=summarizer,
-        fallback=bool(fallback),
-        detail=json.loads(detail),
-        created_at=created_at,
-    )
