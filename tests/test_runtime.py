@@ -416,3 +416,43 @@ def test_hookspec_module_is_the_single_contract() -> None:
     for name in hook_names():
         assert hasattr(host.pm.hook, name)
         assert getattr(specs, name).__doc__
+
+
+def test_rotation_mode_continues_in_a_child_session(tmp_path: Path) -> None:
+    rec = Recorder()
+    host = make_host(tmp_path, rec, compression={"engine": "keep-last", "in_place": False})
+    switches: list[tuple[str, str, str]] = []
+
+    class Switches:
+        @hookimpl
+        def on_session_switch(self, old_session_id, new_session_id, reason):  # type: ignore[no-untyped-def]
+            switches.append((old_session_id, new_session_id, reason))
+
+    host.pm.register(Switches())
+    try:
+        session = host.new_session(cwd=str(tmp_path), title="rotating")
+        parent = session.id
+        for i in range(3):
+            with session.turn() as turn:
+                turn.prepare(f"question {i}")
+                turn.record_response({"role": "assistant", "content": f"answer {i}"})
+                turn.commit()
+        outcome = session.compress()
+        assert outcome.status == "compressed"
+        assert outcome.new_session_id and session.id == outcome.new_session_id != parent
+        store = host.store()
+        old = store.get_session(parent)
+        child = store.get_session(session.id)
+        assert old.end_reason == "compression" and child.parent_id == parent
+        assert child.title == "rotating"
+        assert switches[-1] == (parent, session.id, "compression")
+        assert store.current_lease(parent) is None  # the parent's lease was handed back
+        with session.turn() as turn:  # the next turn runs on the child
+            turn.prepare("after rotation")
+            turn.record_response({"role": "assistant", "content": "still here"})
+            turn.commit()
+        texts = [row.message.text() for row in store.active_messages(session.id)]
+        assert texts[-2:] == ["after rotation", "still here"]
+        assert all(not row.active for row in store.all_messages(parent))
+    finally:
+        host.close()
