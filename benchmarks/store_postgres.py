@@ -40,7 +40,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from hermes_hookspecs.messages import Message
-from hermes_hookspecs.records import LeaseHolder, NewMessage, NewSession
+from hermes_hookspecs.records import NewMessage, NewSession
 from hermes_plugin_postgres_store import PostgresSessionStore
 from hermes_plugin_postgres_store.testing import drop_schema, find_dsn
 
@@ -51,6 +51,7 @@ BUILD_VERSION = 1
 SESSION_SIZE = store_sqlite.SESSION_SIZE
 Corpus = store_sqlite.Corpus
 percentiles = store_sqlite._percentiles
+handover_loop = store_sqlite.handover_loop
 
 
 def _scratch(dsn: str, tag: str) -> str:
@@ -299,23 +300,7 @@ def bench_compact(dsn: str, size: int = 10_000, trials: int = 3) -> dict[str, An
 # -- lease hand-over --------------------------------------------------------------------
 def _handover_child(dsn: str, schema: str, sid: str, name: str, rounds: int, hold: float) -> None:
     store = PostgresSessionStore(dsn, schema=schema, max_size=2)
-    holder = LeaseHolder(name=name)
-    events: list[dict[str, float]] = []
-    for turn in range(rounds):
-        grant = store.acquire_lease(sid, holder, ttl=30, timeout=30)
-        got = time.time()
-        time.sleep(hold)
-        store.release_lease(grant)
-        released = time.time()
-        events.append({"token": grant.token, "acquired": got, "released": released})
-        if turn == rounds - 1:
-            break
-        deadline = time.monotonic() + 30  # let the other side take its turn first
-        while time.monotonic() < deadline:
-            current = store.current_lease(sid)
-            if current is not None and current.holder.name != name:
-                break
-            time.sleep(0.0005)
+    events = handover_loop(store, sid, name, rounds, hold)
     store.close()
     print(json.dumps(events), flush=True)
 

@@ -301,8 +301,11 @@ def bench_compact(workdir: Path, size: int = 10_000, trials: int = 3) -> dict[st
 
 
 # -- lease hand-over ----------------------------------------------------------------
-def _handover_child(path: str, sid: str, name: str, rounds: int, hold: float) -> None:
-    store = SqliteSessionStore(path)
+def handover_loop(
+    store: Any, sid: str, name: str, rounds: int, hold: float
+) -> list[dict[str, float]]:
+    """One side of the hand-over benchmark: take the lease, hold it, release, wait for the
+    other side to take it; returns the grant/release times (any store)."""
     holder = LeaseHolder(name=name)
     events: list[dict[str, float]] = []
     for turn in range(rounds):
@@ -320,6 +323,12 @@ def _handover_child(path: str, sid: str, name: str, rounds: int, hold: float) ->
             if current is not None and current.holder.name != name:
                 break
             time.sleep(0.0005)
+    return events
+
+
+def _handover_child(path: str, sid: str, name: str, rounds: int, hold: float) -> None:
+    store = SqliteSessionStore(path)
+    events = handover_loop(store, sid, name, rounds, hold)
     store.close()
     print(json.dumps(events), flush=True)
 
