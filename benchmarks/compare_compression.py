@@ -27,8 +27,9 @@ from typing import Any
 from hermes_core.identifiers import extract_all, flatten
 from hermes_core.replay import replay
 from hermes_core.tokens import Tokens
-from hermes_hookspecs import CompressionRequest, Message, StoredMessage
+from hermes_hookspecs import CompressionRequest, Message
 
+from .compression import stored
 from .report import Row, Section, Target
 from .stub_summarizer import STUB_SUMMARY, bench_hermes
 from .theirs_env import run_theirs_runner
@@ -48,20 +49,6 @@ COMPRESS_TARGET = Target(
 )
 
 
-def _rows(body: Sequence[Message], tokens: Tokens, counted: bool) -> list[StoredMessage]:
-    return [
-        StoredMessage(
-            id=i + 1,
-            session_id="bench",
-            position=i,
-            message=m,
-            token_count=tokens.count_message(m) if counted else None,
-            created_at=0.0,
-        )
-        for i, m in enumerate(body)
-    ]
-
-
 def time_ours(
     session: SessionInput, folder: Path, context_length: int, runs: int, counted: bool
 ) -> dict[str, Any]:
@@ -70,7 +57,7 @@ def time_ours(
     try:
         engine = hermes.engine()
         tokens = hermes.tokens(MODEL)
-        rows = _rows(session.body(), tokens, counted)
+        rows = stored(session.body(), tokens, counted)
         threshold = hermes.threshold(MODEL, context_length).threshold_tokens
         settings = hermes.settings.compression_settings(threshold, context_length)
         system_tokens = tokens.count_message(session.system())

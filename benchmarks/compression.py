@@ -160,7 +160,8 @@ def load_large(host: BenchHost, target_tokens: int = 250_000) -> tuple[list[Mess
     return messages, used
 
 
-def stored(messages: Sequence[Message], host: BenchHost, counted: bool) -> list[StoredMessage]:
+def stored(messages: Sequence[Message], host: Any, counted: bool) -> list[StoredMessage]:
+    """Rows as the store returns them; ``host`` is anything with ``count_message``."""
     return [
         StoredMessage(
             id=i + 1,

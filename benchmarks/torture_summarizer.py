@@ -254,4 +254,3 @@ def run() -> dict[str, Any]:
         "elapsed_s": round(time.monotonic() - started, 1),
         "failures": failures,
     }
-

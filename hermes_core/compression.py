@@ -84,7 +84,7 @@ def _previous_summary(turn: Turn) -> HandoffSummary | None:
 
 def _provider_compaction(
     turn: Turn, notes: list[str]
-) -> tuple[list[NewMessage], dict[str, Any], str, int] | None:
+) -> tuple[list[NewMessage], dict[str, Any], str] | None:
     hermes = turn.hermes
     backend = hermes.compaction_backend()
     if backend is None:
@@ -104,7 +104,7 @@ def _provider_compaction(
         notes.append(f"compaction backend {backend.name!r} failed, local engine used: {exc}")
         log.warning("provider compaction failed for %s: %s", s.id, exc)
         return None
-    return result.messages, result.routing, backend.name, result.tokens_after
+    return result.messages, result.routing, backend.name
 
 
 def run_compression(
@@ -124,7 +124,7 @@ def run_compression(
     routing: dict[str, Any] = {}
     result: CompressionResult | None = None
     if provider is not None:
-        new_messages, routing, backend_name, _ = provider
+        new_messages, routing, backend_name = provider
         engine_name = backend_name
     else:
         backend_name = "local"

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hermes_hookspecs import specs
+import hermes_hookspecs.specs as specs
 
 from .config import Settings
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pluggy
@@ -63,7 +64,7 @@ def collect_blocks(
     pm: pluggy.PluginManager,
     context: PromptContext,
     settings: Settings,
-    extra: list[tuple[str, PromptBlock]] = (),  # type: ignore[assignment]
+    extra: Sequence[tuple[str, PromptBlock]] = (),
 ) -> list[tuple[str, PromptBlock]]:
     """Every block with the plugin that contributed it; duplicate keys are errors."""
     found: list[tuple[str, PromptBlock]] = []
@@ -112,11 +113,11 @@ def build_prompt(
     context: PromptContext,
     settings: Settings,
     *,
-    extra_blocks: list[tuple[str, PromptBlock]] = (),  # type: ignore[assignment]
-    extra_tools: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    extra_blocks: Sequence[tuple[str, PromptBlock]] = (),
+    extra_tools: Sequence[dict[str, Any]] = (),
 ) -> FrozenPrompt:
     """Build (not store) the prompt and tools for ``context``."""
-    blocks = collect_blocks(pm, context, settings, list(extra_blocks))
+    blocks = collect_blocks(pm, context, settings, extra_blocks)
     text = render_blocks([block for _, block in blocks])
     tools, tools_json = canonical_tools(collect_tools(pm, context, settings) + list(extra_tools))
     return FrozenPrompt(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -105,12 +104,3 @@ class PreparedRequest(BaseModel):
         body.update(self.extra_body)
         body.update(extra)
         return body
-
-    def canonical_bytes(self) -> bytes:
-        """The request's bytes as hermes-core hashes them (tools, then messages)."""
-        return json.dumps(
-            {"tools": self.tools, "messages": self.messages},
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        ).encode("utf-8")

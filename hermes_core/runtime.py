@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import logging
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -48,11 +49,10 @@ from hermes_hookspecs import (
     Usage,
     UsageRecord,
     ValidationError,
-    content_text,
 )
 
 from .ledger import RequestChain, ledger_entry, segment_hash
-from .prompt import FrozenPrompt, build_prompt, canonical_tools, sha256
+from .prompt import FrozenPrompt, build_prompt, canonical_tools
 from .requests import PreparedRequest
 
 if TYPE_CHECKING:
@@ -189,8 +189,6 @@ class Session:
         else:
             text = store.get_blob(record.system_prompt_hash)
             tools_json = store.get_blob(record.tools_hash)
-            import json
-
             prompt = FrozenPrompt(
                 text=text,
                 prompt_hash=record.system_prompt_hash,
@@ -611,9 +609,8 @@ class Turn:
             )
             if self._pending_entry is not None:
                 self._pending_entry.provider_cached_tokens = parsed.cache_read_tokens
-            self.hermes.engine().update_usage(s.id, parsed) if self.hermes.registry.names(
-                "engines"
-            ) else None
+            if self.hermes.registry.names("engines"):
+                self.hermes.engine().update_usage(s.id, parsed)
             s._last_prompt_tokens = max(s._last_prompt_tokens, parsed.input_tokens)
         self._flush_ledger()
         self.hermes.pm.hook.post_llm_call(session=s.record, response=assistant, usage=parsed)
@@ -783,21 +780,4 @@ class AsyncTurn:
             await self.abort()
 
 
-@contextlib.contextmanager
-def suppress_lease_loss() -> Iterator[None]:
-    """Turn a lost lease into a clean stop in long-running loops."""
-    try:
-        yield
-    except LeaseLost as exc:
-        log.warning("turn interrupted: %s", exc)
-
-
-__all__ = [
-    "AsyncTurn",
-    "PreparedRequest",
-    "Session",
-    "Turn",
-    "content_text",
-    "sha256",
-    "suppress_lease_loss",
-]
+__all__ = ["AsyncTurn", "PreparedRequest", "Session", "Turn"]
