@@ -416,8 +416,7 @@ def test_repair_view_repairs_only_broken_views(engine: ContextCompressor) -> Non
     good = session(turns=2)
     settings = settings_for(10_000)
     assert (
-        engine.repair_view(SelectRequest(session_id="s1", messages=good, settings=settings))
-        is None
+        engine.repair_view(SelectRequest(session_id="s1", messages=good, settings=settings)) is None
     )
     broken = [Message(role="tool", tool_call_id="x", content="orphan"), *good]
     chosen = engine.repair_view(SelectRequest(session_id="s1", messages=broken, settings=settings))
