@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,8 +160,18 @@ def load_large(host: BenchHost, target_tokens: int = 250_000) -> tuple[list[Mess
     return messages, used
 
 
-def stored(messages: Sequence[Message], host: Any, counted: bool) -> list[StoredMessage]:
-    """Rows as the store returns them; ``host`` is anything with ``count_message``."""
+def stored(
+    messages: Sequence[Message],
+    host: Any,
+    counted: bool,
+    annotate: Callable[[Message], dict[str, Any]] | None = None,
+) -> list[StoredMessage]:
+    """Rows as the store returns them; ``host`` is anything with ``count_message``.
+
+    ``counted``: rows carry the token counts the runtime records with each
+    message; ``annotate`` (``Hermes.annotate``): rows carry the annotations it
+    records too (the lean tail's identifiers).
+    """
     return [
         StoredMessage(
             id=i + 1,
@@ -169,6 +179,7 @@ def stored(messages: Sequence[Message], host: Any, counted: bool) -> list[Stored
             position=i,
             message=m,
             token_count=host.count_message(m) if counted else None,
+            annotations=annotate(m) if annotate is not None else {},
             created_at=0.0,
         )
         for i, m in enumerate(messages)

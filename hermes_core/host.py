@@ -31,6 +31,7 @@ from hermes_hookspecs import (
     ContextEngine,
     Importer,
     Message,
+    PluginError,
     SelectRequest,
     SessionStore,
     StoreError,
@@ -40,7 +41,7 @@ from hermes_hookspecs import (
 )
 
 from .config import Settings, load_settings
-from .plugins import get_plugin_manager
+from .plugins import call_each, get_plugin_manager
 from .registry import Registry
 from .thresholds import ThresholdReport, effective_threshold
 from .tokens import Tokens
@@ -174,6 +175,31 @@ class Hermes:
 
     def importers(self) -> list[Importer]:
         return [self.registry.get("importers", n) for n in self.registry.names("importers")]
+
+    def annotate(self, message: Message) -> dict[str, Any]:
+        """The merged ``annotate_message`` results for ``message`` (see the hookspec).
+
+        :raises PluginError: a plugin raised, returned something other than a
+            dict, or returned a key another plugin returned too.
+        """
+        merged: dict[str, Any] = {}
+        owners: dict[str, str] = {}
+        for owner, result in call_each(
+            self.pm, "annotate_message", message=message, settings=self.settings
+        ):
+            if not isinstance(result, dict):
+                raise PluginError(
+                    f"plugin {owner!r} returned {type(result).__name__} from annotate_message; "
+                    "expected a dict"
+                )
+            for key, value in result.items():
+                if key in owners:
+                    raise PluginError(
+                        f"annotation key {key!r} is returned by both {owners[key]!r} and {owner!r}"
+                    )
+                owners[key] = owner
+                merged[key] = value
+        return merged
 
     def tokens(self, model: str | None = None) -> Tokens:
         """Token counting for ``model`` (default: ``model.name``)."""

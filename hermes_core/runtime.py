@@ -457,7 +457,13 @@ class Turn:
         tokens = self.hermes.tokens(self.session.model)
         count = tokens.count_message(message, api_content)
         self.pending.append(
-            NewMessage(message=message, api_content=api_content, token_count=count, turn_id=self.id)
+            NewMessage(
+                message=message,
+                api_content=api_content,
+                token_count=count,
+                turn_id=self.id,
+                annotations=self.hermes.annotate(message),
+            )
         )
         self._pending_api.append(message.to_api(api_content))
 

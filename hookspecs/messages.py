@@ -34,11 +34,19 @@ def check_unicode(value: Any, field: str) -> None:
                 f"{field} holds a lone surrogate at position {exc.start} "
                 f"({value[exc.start]!r}); text must be valid Unicode"
             ) from None
-    elif isinstance(value, dict):
+        return
+    if not isinstance(value, dict | list):
+        return
+    try:  # one pass in C for the common, clean case
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return
+    except (TypeError, ValueError):  # not JSON, or a lone surrogate: walk to name the place
+        pass
+    if isinstance(value, dict):
         for key, item in value.items():
             check_unicode(key, field)
             check_unicode(item, f"{field}.{key}")
-    elif isinstance(value, list):
+    else:
         for index, item in enumerate(value):
             check_unicode(item, f"{field}[{index}]")
 

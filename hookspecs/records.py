@@ -10,9 +10,9 @@ import os
 import socket
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from .messages import Message, Usage
+from .messages import Message, Usage, check_unicode
 
 EndReason = Literal["user", "compression", "error", "expired", "other"]
 SwitchReason = Literal["compression", "new", "resume", "branch"]
@@ -69,6 +69,10 @@ class NewMessage(BaseModel):
         a user message); later requests resend these bytes.
     :param origin_id: for a message carried forward unchanged by a compaction,
         the id of the row it copies; search never counts both.
+    :param annotations: facts derived from the message once, when it is
+        recorded (see the ``annotate_message`` hook), keyed by the plugin's
+        namespace; stored with the row and never sent to the model. A
+        compaction that carries a row forward carries its annotations too.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -78,6 +82,13 @@ class NewMessage(BaseModel):
     token_count: int | None = None
     turn_id: str | None = None
     origin_id: int | None = None
+    annotations: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @field_validator("api_content", "annotations")
+    @classmethod
+    def _storable_text(cls, value: Any, info: Any) -> Any:
+        check_unicode(value, info.field_name)
+        return value
 
 
 class StoredMessage(BaseModel):
@@ -85,7 +96,8 @@ class StoredMessage(BaseModel):
 
     ``seq`` orders a session's rows as written; ``position`` orders the
     active view. ``active`` rows make up the current context; ``compacted``
-    rows were replaced by a compaction but stay searchable.
+    rows were replaced by a compaction but stay searchable. ``annotations``
+    are what :class:`NewMessage` brought (an empty dict when none).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -98,6 +110,7 @@ class StoredMessage(BaseModel):
     token_count: int | None = None
     turn_id: str | None = None
     origin_id: int | None = None
+    annotations: dict[str, JsonValue] = Field(default_factory=dict)
     active: bool = True
     compacted: bool = False
     created_at: float

@@ -199,6 +199,29 @@ def on_turn_committed(session: SessionRecord, turn_id: str, messages: list[Messa
     """
 
 
+@hookspec
+def annotate_message(message: Message, settings: Any) -> dict[str, Any] | None:
+    """Derive facts from a message once, when the turn runtime records it.
+
+    The facts are stored with the row (:attr:`NewMessage.annotations`) and
+    come back on every :class:`StoredMessage`, so work that would otherwise
+    repeat on every compression (the lean tail's identifier index, for
+    instance) is done once per message, off the compression path. They are
+    never sent to a model. Readers must treat a missing or unknown-version
+    entry as "not computed" and derive the fact themselves: rows written by
+    other writers (importers, older versions) carry none.
+
+    Called for every message a turn records, so keep it fast (it runs on
+    the turn's thread) and deterministic in ``message``.
+
+    :param message: the message as it will be stored.
+    :param settings: the :class:`hermes_core.config.Settings` in force.
+    :return: ``{key: JSON value}`` (or None); use a key named after your
+        plugin. All results are merged; a key returned by two plugins is an
+        error naming both.
+    """
+
+
 # ---------------------------------------------------------------------------
 # prompt
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hermes_core.testing.engine_suite import sequence_problems
 from hermes_hookspecs import CompressionRequest, Message, StoredMessage, ToolCall, ToolFunction
 from hermes_plugin_compressor import ContextCompressor
+from hermes_plugin_compressor.prune import short_args
 from hermes_plugin_compressor.repair import plan_repair, repair_messages
 
 HOST = PluginHost(count_text=lambda text: len(text) // 4)
@@ -118,6 +119,9 @@ def test_compress_output_is_valid_smaller_and_keeps_a_user_turn(
     before = sum(HOST.count_message(m) for m in messages)
     assert sum(HOST.count_message(m) for m in out) < before
     assert result.tokens_after < result.tokens_before
+    # every row of the new view carries its exact count (estimates never leak out of pruning)
+    assert [new.token_count for new in result.messages] == [HOST.count_message(m) for m in out]
+    assert result.tokens_after == sum(HOST.count_message(m) for m in out)
     assert is_valid(out)
     users = [m for m in messages if m.role == "user" and m.kind == "message"]
     if users:
@@ -138,3 +142,41 @@ def test_compress_output_is_valid_smaller_and_keeps_a_user_turn(
             assert by_id[new.origin_id] == message
     # compressing the output again keeps everything valid (repair is idempotent on it)
     assert repair_messages(out) == out
+
+
+def _short_args_reference(arguments: str, limit: int) -> str:
+    """The plain definition :func:`short_args` must match (it only skips needless work)."""
+    try:
+        data = json.loads(arguments)
+    except ValueError:
+        data = arguments
+    if isinstance(data, dict):
+        shown = (
+            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in data.values()
+        )
+        text = ", ".join(
+            f"{k}={' '.join(v.split())[:60]}" for k, v in zip(data, shown, strict=True)
+        )
+    else:
+        text = " ".join(str(data).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=300),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=JSON_VALUES,
+    as_json=st.booleans(),
+    limit=st.integers(min_value=2, max_value=160),
+)
+def test_short_args_matches_its_plain_definition(value: Any, as_json: bool, limit: int) -> None:
+    arguments = json.dumps(value, ensure_ascii=False) if as_json else str(value)
+    assert short_args(arguments, limit) == _short_args_reference(arguments, limit)

@@ -173,6 +173,11 @@ class Recorder:
         self._note("on_turn_committed")
 
     @hookimpl
+    def annotate_message(self, message, settings):  # type: ignore[no-untyped-def]
+        self._note("annotate_message")
+        return {"recorder": {"role": message.role, "chars": len(message.text())}}
+
+    @hookimpl
     def prompt_blocks(self, context, settings):  # type: ignore[no-untyped-def]
         self._note("prompt_blocks")
         return [PromptBlock(layer=Layer.VOLATILE, key="recorder", text="Recorder block.")]
@@ -228,12 +233,19 @@ def test_hook_order_over_a_session_life(tmp_path: Path) -> None:
             turn.prepare("second question")
             turn.record_response({"role": "assistant", "content": "second answer"})
             turn.commit()
+        turn_rows = host.store().all_messages(session.id)[-2:]
+        assert [r.annotations["recorder"] for r in turn_rows] == [
+            {"role": "user", "chars": len("second question")},
+            {"role": "assistant", "chars": len("second answer")},
+        ]
         session.compress()
         session.end()
         calls = [c for c in rec.calls if c != "redaction_rules"]
         assert calls == [
             "pre_llm_call",
+            "annotate_message",  # the user message
             "select_context",
+            "annotate_message",  # the response
             "post_llm_call",
             "on_turn_committed",
             "on_pre_compress",
@@ -454,5 +466,24 @@ def test_rotation_mode_continues_in_a_child_session(tmp_path: Path) -> None:
         texts = [row.message.text() for row in store.active_messages(session.id)]
         assert texts[-2:] == ["after rotation", "still here"]
         assert all(not row.active for row in store.all_messages(parent))
+    finally:
+        host.close()
+
+
+def test_recorded_messages_carry_the_lean_identifier_annotation(tmp_path: Path) -> None:
+    host = make_host(tmp_path)
+    try:
+        session = host.new_session(cwd=str(tmp_path))
+        with session.turn() as turn:
+            turn.prepare("the failure is in /srv/app/models.py, see #4512")
+            turn.record_response({"role": "assistant", "content": "Looking at commit 3f9c2ab71d"})
+            turn.commit()
+        rows = host.store().all_messages(session.id)
+        assert rows[0].annotations["lean_identifiers"] == {
+            "v": 1,
+            "ref": ["#4512"],
+            "path": ["/srv/app/models.py"],
+        }
+        assert rows[1].annotations["lean_identifiers"] == {"v": 1, "sha": ["3f9c2ab71d"]}
     finally:
         host.close()

@@ -497,6 +497,37 @@ def test_migrations_are_recorded_and_applied_once(tmp_path: Path) -> None:
     second.close()
 
 
+def test_version_1_database_upgrades_with_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_plugin_sqlite_store import migrations
+
+    path = tmp_path / "v1.db"
+    with monkeypatch.context() as patch:
+        patch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:1])
+        patch.setattr(migrations, "LATEST_VERSION", 1)
+        old = SqliteSessionStore(path)
+        sid = old.create_session(NewSession(title="v1")).id
+        old.close()
+    conn = sqlite3.connect(path)  # a row as version 1 wrote it (no annotations column)
+    conn.execute(
+        "INSERT INTO messages (id, session_id, position, role, content, created_at, fts_cap) "
+        "VALUES (7, ?, 1, 'user', 'written by version 1', 0, 1000)",
+        (sid,),
+    )
+    conn.execute("UPDATE sessions SET next_position = 2 WHERE id = ?", (sid,))
+    conn.commit()
+    conn.close()
+    store = SqliteSessionStore(path)
+    assert store.applied_migrations == [m.name for m in MIGRATIONS[1:]]
+    (row,) = store.active_messages(sid)
+    assert (row.id, row.message.text(), row.annotations) == (7, "written by version 1", {})
+    new = store.append_messages(sid, [user("now", annotations={"k": [1]})])
+    assert store.get_messages([new[0].id])[0].annotations == {"k": [1]}
+    assert [h.message_id for h in store.search("version")] == [row.id]
+    store.close()
+
+
 def test_future_schema_is_refused_untouched(tmp_path: Path) -> None:
     path = tmp_path / "future.db"
     SqliteSessionStore(path).close()

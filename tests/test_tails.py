@@ -25,7 +25,8 @@ from hermes_plugin_compressor.identifiers import (
     parse_index,
     render_index,
 )
-from hermes_plugin_tail_lean import LeanTail
+from hermes_plugin_tail_lean import LeanTail, annotate_message
+from hermes_plugin_tail_lean import annotations as lean_annotations
 from hermes_plugin_tail_lean import register_tail_strategies as register_lean
 from hermes_plugin_tail_lean.sections import id_ranges, parse_quotes
 from hermes_plugin_tail_legacy import LegacyTail
@@ -258,15 +259,6 @@ def test_index_renders_and_parses_back() -> None:
     assert sorted(parse_index(rendered)) == sorted(items)
 
 
-def test_extraction_is_fast_on_a_large_transcript() -> None:
-    text = "\n".join(m.text() for m in transcript()) * 3
-    import time
-
-    start = time.process_time()
-    extract_identifiers(text)
-    assert time.process_time() - start < 0.5
-
-
 def test_quote_parsing_and_ranges() -> None:
     body = "(message id 4) first\nline two\n\n(message id 9) second"
     assert parse_quotes(body) == [
@@ -287,3 +279,80 @@ def test_json_of_tool_arguments_is_searched_for_identifiers() -> None:
     ]
     plan = LeanTail().plan(tail_request(messages, small_band()))
     assert "/srv/x/y.py" in sections(plan)["Identifier Index"]
+
+
+# -- identifiers annotated once per message -----------------------------------------------------
+
+
+def annotated(rows: list[StoredMessage]) -> list[StoredMessage]:
+    """The rows as the runtime stores them: with the lean tail's annotation."""
+    return [
+        row.model_copy(update={"annotations": lean_annotations.annotation(row.message)})
+        for row in rows
+    ]
+
+
+def test_annotation_matches_extraction_on_a_real_transcript() -> None:
+    messages = transcript()
+    settings = settings_for(20_000)
+    plain = tail_request(messages, settings)
+    marked = plain.model_copy(update={"messages": annotated(plain.messages)})
+    for row in marked.messages:
+        found = lean_annotations.message_identifiers(row)
+        assert found == extract_identifiers(lean_annotations.identifier_text(row.message))
+    assert LeanTail().plan(marked) == LeanTail().plan(plain)
+    assert sum(len(row.annotations["lean_identifiers"]) > 1 for row in marked.messages) > 10  # type: ignore[arg-type]
+
+
+def test_stored_annotation_is_what_the_index_reads() -> None:
+    messages = [
+        Message(role="user", content="start"),
+        Message(role="assistant", content="see /srv/app/real.py"),
+        *[Message(role="assistant", content="pad " * 500) for _ in range(3)],
+    ]
+    rows = annotated(stored(messages))
+    fake = {"lean_identifiers": {"v": 1, "path": ["/only/in/the/annotation.py"]}}
+    rows[1] = rows[1].model_copy(update={"annotations": fake})
+    request = TailRequest(
+        messages=rows,
+        token_counts=[HOST.count_message(m) for m in messages],
+        settings=small_band(),
+    )
+    index = sections(LeanTail().plan(request))["Identifier Index"]
+    assert "/only/in/the/annotation.py" in index and "/srv/app/real.py" not in index
+    # another version, or a shape not ours, is ignored: the text is read instead
+    for other in (
+        {"lean_identifiers": {"v": 99, "path": ["/stale.py"]}},
+        {"lean_identifiers": {"v": 1, "nonsense": ["/bad.py"]}},
+        {"lean_identifiers": {"v": 1, "path": [7, "/bad.py"]}},
+        {"lean_identifiers": "garbage"},
+    ):
+        rows[1] = rows[1].model_copy(update={"annotations": other})
+        index = sections(LeanTail().plan(request.model_copy(update={"messages": rows})))[
+            "Identifier Index"
+        ]
+        assert "/srv/app/real.py" in index and ".py" not in index.replace("/srv/app/real.py", "")
+
+
+def test_annotation_keeps_the_newest_identifiers_per_kind() -> None:
+    limit = lean_annotations.MAX_PER_KIND
+    text = " ".join(f"/srv/f{i}.py" for i in range(limit + 50)) + " #12"
+    found = lean_annotations.extract(Message(role="tool", tool_call_id="x", content=text))
+    paths = [value for kind, value in found if kind == "path"]
+    assert (
+        len(paths) == limit and paths[0] == "/srv/f50.py" and paths[-1] == f"/srv/f{limit + 49}.py"
+    )
+    assert ("ref", "#12") in found
+
+
+def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> None:
+    from hermes_core.config import Settings
+
+    lean, legacy = Settings(), Settings.model_validate({"compression": {"tail": "legacy"}})
+    message = Message(role="user", content="fix /srv/a.py")
+    assert annotate_message(message=message, settings=lean) == {
+        "lean_identifiers": {"v": 1, "path": ["/srv/a.py"]}
+    }
+    assert annotate_message(message=message, settings=legacy) is None
+    summary = Message(role="user", kind="summary", summary=HandoffSummary(goal="g"), content="x")
+    assert annotate_message(message=summary, settings=lean) is None

@@ -159,6 +159,7 @@ def carry(row: StoredMessage) -> NewMessage:
         token_count=row.token_count,
         turn_id=row.turn_id,
         origin_id=row.id,
+        annotations=row.annotations,
     )
 
 
@@ -411,6 +412,11 @@ class SessionStoreSuite:
                 api_content="hi\n\n[recall] ada likes tea",
                 token_count=7,
                 turn_id="t1",
+                annotations={
+                    "lean": {"v": 1, "ids": [["path", "/srv/数据/a.py"], ["ref", "#12"]]},
+                    "other": None,
+                    "n": [1.5, True, "🚀"],
+                },
             ),
             NewMessage(
                 message=Message(
@@ -471,6 +477,38 @@ class SessionStoreSuite:
                     new.turn_id,
                     new.origin_id,
                 )
+                assert row.annotations == new.annotations
+
+    @pytest.mark.parametrize("in_place", [True, False])
+    def test_annotations_carried_forward_by_compaction(
+        self, store: SessionStore, in_place: bool
+    ) -> None:
+        sid = store.create_session(NewSession(title="A")).id
+        marked = {"suite": {"v": 2, "facts": ["x", {"y": [1, 2]}]}}
+        old = store.append_messages(sid, [user("u1"), user("u2", annotations=marked)])
+        late = store.append_messages(sid, [user("late", annotations={"suite": "late"})])
+        commit = store.archive_and_compact(
+            sid,
+            [summary("s"), carry(old[1])],
+            watermark=old[-1].id,
+            in_place=in_place,
+            child=None if in_place else NewSession(title="A (continued)"),
+        )
+        view = store.active_messages(commit.child_session_id or sid)
+        assert [m.annotations for m in view] == [{}, marked, {"suite": "late"}]
+        assert view[1].origin_id == old[1].id
+        assert store.get_messages([late[0].id])[0].annotations == {"suite": "late"}
+
+    def test_annotations_must_be_json_text(self, store: SessionStore, session_id: str) -> None:
+        bad = {"message": {"role": "user", "content": "x"}, "annotations": {"k": "\ud800"}}
+        with pytest.raises(ValidationError, match="annotations"):
+            store.append_messages(session_id, [user("ok"), bad])  # type: ignore[list-item]
+        with pytest.raises(ValidationError, match="annotations"):
+            store.append_messages(
+                session_id,
+                [{"message": {"role": "user", "content": "x"}, "annotations": {"k": object()}}],  # type: ignore[list-item]
+            )
+        assert store.active_messages(session_id) == []
 
     def test_tool_results_answer_earlier_calls(self, store: SessionStore, session_id: str) -> None:
         store.append_messages(

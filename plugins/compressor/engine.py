@@ -287,7 +287,7 @@ class _Work:
 
         # 2. prune everything before the tail (system messages untouched)
         pruned_view = [*body[:head_end], *middle, *tail]
-        if prune(pruned_view, head_end + len(middle), settings, self.count):
+        if prune(pruned_view, head_end + len(middle), settings, self.count, exact_before=head_end):
             self.notes.append("pruned old tool output before the tail")
 
         # 3. summarize

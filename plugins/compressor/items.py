@@ -34,17 +34,24 @@ class Item:
         return self.message.role == "user" and self.message.kind == "message"
 
     def to_new(self) -> NewMessage:
-        """The row to write for this item in the new active view."""
+        """The row to write for this item in the new active view.
+
+        Built without re-validation: every field comes from validated models,
+        and the store validates what it writes.
+        """
         if self.stored is not None and not self.changed:
-            return NewMessage(
+            return NewMessage.model_construct(
                 message=self.message,
                 api_content=self.stored.api_content,
                 token_count=self.tokens,
                 turn_id=self.stored.turn_id,
                 origin_id=self.recovery_id,
+                annotations=self.stored.annotations,
             )
         turn_id = self.stored.turn_id if self.stored is not None else None
-        return NewMessage(message=self.message, token_count=self.tokens, turn_id=turn_id)
+        return NewMessage.model_construct(
+            message=self.message, token_count=self.tokens, turn_id=turn_id, annotations={}
+        )
 
 
 def recovery_pointer(message_id: int | None) -> str:

@@ -25,6 +25,27 @@ SHORT_ARGS_CHARS = 100
 _DEDUP_MIN_CHARS = 160
 
 
+_SCALARS = {True: "true", False: "false", None: "null"}
+
+
+def _collapsed(text: str, limit: int) -> str:
+    """``" ".join(text.split())[:limit]`` without splitting all of a long ``text``."""
+    head = " ".join(text[: 4 * limit].split())
+    if len(head) > limit or len(text) <= 4 * limit:
+        return head[:limit]
+    return " ".join(text.split())[:limit]
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return _SCALARS[value]
+    if isinstance(value, int | float):
+        return json.dumps(value) if isinstance(value, float) else str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
 def short_args(arguments: str, limit: int = SHORT_ARGS_CHARS) -> str:
     """Tool-call arguments as ``key=value, ...`` cut to about ``limit`` characters."""
     try:
@@ -33,12 +54,15 @@ def short_args(arguments: str, limit: int = SHORT_ARGS_CHARS) -> str:
         data = arguments
     if isinstance(data, dict):
         parts = []
+        size = -2
         for key, value in data.items():
-            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            parts.append(f"{key}={' '.join(str(shown).split())[:60]}")
+            parts.append(f"{key}={_collapsed(_shown(value), 60)}")
+            size += len(parts[-1]) + 2
+            if size > limit:
+                break  # the rest would be cut anyway
         text = ", ".join(parts)
     else:
-        text = " ".join(str(data).split())
+        text = _collapsed(str(data), limit + 1)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -98,17 +122,32 @@ def cut_arguments(arguments: str, max_chars: int, message_id: int | None) -> str
     return text
 
 
+def estimate_tokens(message: Message) -> int:
+    """An upper estimate of a pruned message's tokens (about three characters a token)."""
+    chars = len(message.text()) + sum(
+        len(call.function.name) + len(call.function.arguments) for call in message.tool_calls or ()
+    )
+    return chars // 3 + 8
+
+
 def prune(
     items: list[Item],
     end: int,
     settings: CompressionSettings,
     recount: Callable[[Message], int],
+    *,
+    exact_before: int | None = None,
 ) -> int:
     """Prune ``items[:end]`` in place (system messages untouched); returns how many changed.
 
     ``items[end:]`` is the protected tail: read (for duplicate detection) but
-    never changed.
+    never changed. A changed item before ``exact_before`` (default: all) is
+    recounted exactly with ``recount``; later ones, which only feed the
+    summarizer's bounded input and never reach the new active view, get
+    :func:`estimate_tokens` instead (exact counting is the costliest step of
+    pruning a long middle).
     """
+    exact_until = end if exact_before is None else exact_before
     functions = tool_calls_by_id(items)
     latest: dict[str, int] = {}
     for index, item in enumerate(items):
@@ -153,7 +192,7 @@ def prune(
                 new = message.model_copy(update={"tool_calls": calls})
         if new is not None:
             item.message = new
-            item.tokens = recount(new)
+            item.tokens = recount(new) if index < exact_until else estimate_tokens(new)
             item.changed = True
             changed += 1
     return changed

@@ -44,6 +44,7 @@ def _carry(row: StoredMessage) -> NewMessage:
         token_count=row.token_count,
         turn_id=row.turn_id,
         origin_id=row.id,
+        annotations=row.annotations,
     )
 
 

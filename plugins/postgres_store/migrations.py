@@ -173,6 +173,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         DROP INDEX message_search_session;
         """,
     ),
+    Migration(
+        "0006_message_annotations",
+        """
+        -- JSON object of annotate_message results; NULL when there are none
+        ALTER TABLE messages ADD COLUMN annotations text;
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)

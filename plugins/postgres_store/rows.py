@@ -42,7 +42,7 @@ SESSION_COLUMNS = (
 )
 MESSAGE_COLUMNS = (
     "id, session_id, position, message, api_content, token_count, turn_id, origin_id, "
-    "active, compacted, created_at"
+    "active, compacted, created_at, annotations"
 )
 
 
@@ -96,6 +96,7 @@ def message_from_row(row: Sequence[Any]) -> StoredMessage:
         active,
         compacted,
         created_at,
+        annotations,
     ) = row
     return StoredMessage(
         id=mid,
@@ -109,6 +110,7 @@ def message_from_row(row: Sequence[Any]) -> StoredMessage:
         active=active,
         compacted=compacted,
         created_at=created_at,
+        annotations={} if annotations is None else json.loads(annotations),
     )
 
 
@@ -158,4 +160,7 @@ def message_params(new: NewMessage, index: int, what: str) -> dict[str, Any]:
         "turn_id": _no_nul(new.turn_id, f"{field}.turn_id"),
         "origin_id": new.origin_id,
         "tool_call_ids": [call.id for call in msg.tool_calls] if msg.tool_calls else None,
+        "annotations": encode_json(new.annotations, f"{field}.annotations")
+        if new.annotations
+        else None,
     }

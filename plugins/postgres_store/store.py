@@ -349,6 +349,7 @@ class PostgresSessionStore(SessionStore):
                 active=True,
                 compacted=False,
                 created_at=created_at,
+                annotations=new.annotations,
             )
             for new, (mid, position, created_at) in zip(batch, rows, strict=True)
         ]

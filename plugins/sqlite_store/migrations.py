@@ -211,8 +211,26 @@ _INITIAL = Migration(
     ),
 )
 
+_ANNOTATIONS = Migration(
+    name="0002_message_annotations",
+    statements=(
+        # JSON object of annotate_message results; NULL when there are none
+        "ALTER TABLE messages ADD COLUMN annotations TEXT",
+        "DROP TRIGGER messages_immutable",
+        """
+        CREATE TRIGGER messages_immutable
+        BEFORE UPDATE OF id, session_id, role, kind, content, content_parts, tool_calls,
+            tool_call_id, name, summary, provider_item, api_content, fts_cap, annotations
+        ON messages
+        BEGIN
+            SELECT RAISE(ABORT, 'message rows are immutable except active/compacted/position');
+        END
+        """,
+    ),
+)
+
 #: Every migration, oldest first. Append only.
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL,)
+MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _ANNOTATIONS)
 LATEST_VERSION = len(MIGRATIONS)
 
 

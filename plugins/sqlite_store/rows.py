@@ -35,13 +35,13 @@ SESSION_COLUMNS = (
 MESSAGE_COLUMNS = (
     "id, session_id, position, role, kind, content, content_parts, tool_calls, tool_call_id, "
     "name, summary, provider_item, api_content, token_count, turn_id, origin_id, active, "
-    "compacted, created_at"
+    "compacted, created_at, annotations"
 )
 INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, position, role, kind, content, content_parts, "
     "tool_calls, tool_call_id, name, summary, provider_item, api_content, token_count, "
-    "turn_id, origin_id, origin_root, active, compacted, created_at, fts_cap) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)"
+    "turn_id, origin_id, origin_root, active, compacted, created_at, fts_cap, annotations) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)"
 )
 
 
@@ -123,6 +123,7 @@ def message_values(
         origin_root,
         created_at,
         fts_cap,
+        json.dumps(new.annotations, ensure_ascii=False) if new.annotations else None,
     )
 
 
@@ -147,6 +148,7 @@ def message_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMessage:
         active,
         compacted,
         created_at,
+        annotations,
     ) = tuple(row)
     body: dict[str, Any] = {"role": role, "kind": kind}
     body["content"] = json.loads(parts) if parts is not None else content
@@ -172,6 +174,7 @@ def message_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMessage:
         active=bool(active),
         compacted=bool(compacted),
         created_at=created_at,
+        annotations=json.loads(annotations) if annotations is not None else {},
     )
 
 

@@ -355,6 +355,7 @@ class SqliteSessionStore(SessionStore):
                     active=True,
                     compacted=False,
                     created_at=now,
+                    annotations=new.annotations,
                 )
             )
         return stored
@@ -574,6 +575,7 @@ class SqliteSessionStore(SessionStore):
                         token_count=m.token_count,
                         turn_id=m.turn_id,
                         origin_id=m.id,
+                        annotations=m.annotations,
                     )
                     for m in carried
                 ]

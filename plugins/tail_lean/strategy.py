@@ -9,7 +9,8 @@
   ``summary_input_tokens / 3`` tokens, each chunk updating the running handoff.
 * **Identifier Index.** File paths, commit SHAs, PR/issue numbers, URLs,
   branch names, error lines and exception names from every evicted message,
-  extracted mechanically (:mod:`hermes_plugin_compressor.identifiers`), newest
+  extracted mechanically (:mod:`hermes_plugin_compressor.identifiers`) once per
+  message when it is recorded (:mod:`.annotations`), newest
   first, sharing tokens evenly across kinds within ``identifier_budget_tokens``
   (at most a quarter of the threshold); identifiers still in the tail are left
   out; the previous index is carried forward at lower priority. Scanning goes
@@ -36,12 +37,12 @@ from hermes_plugin_compressor.identifiers import (
     IdentifierIndex,
     IdentifierKind,
     estimate_tokens,
-    extract_identifiers,
     parse_index,
     render_index,
 )
 from hermes_plugin_compressor.prune import short_args
 
+from .annotations import message_identifiers
 from .sections import (
     INDEX_TITLE,
     POINTERS_TITLE,
@@ -55,15 +56,6 @@ from .sections import (
 #: the tail's upper bound never exceeds this share of the threshold
 TAIL_SHARE = 0.35
 LARGEST_EVICTED = 5
-
-
-def message_text(row: StoredMessage) -> str:
-    """Content plus tool-call arguments: where identifiers live."""
-    text = row.message.text()
-    calls = row.message.tool_calls
-    if calls:
-        text += "\n" + "\n".join(call.function.arguments for call in calls)
-    return text
 
 
 def recovery_id(row: StoredMessage) -> int:
@@ -139,7 +131,7 @@ class LeanTail(TailStrategy):
     ) -> SummarySection:
         in_tail: set[str] = set()
         for row in tail:
-            in_tail.update(value for _kind, value in extract_identifiers(message_text(row)))
+            in_tail.update(value for _kind, value in message_identifiers(row))
         index = IdentifierIndex()
         previous = parse_index(self._previous(evicted, INDEX_TITLE))
         for position, (kind, value) in enumerate(previous):
@@ -153,7 +145,7 @@ class LeanTail(TailStrategy):
             row = evicted[position]
             if row.message.kind != "message":
                 continue
-            found = extract_identifiers(message_text(row), open_kinds)
+            found = message_identifiers(row, open_kinds)
             step = 1.0 / (len(found) + 1)
             for order, (kind, value) in enumerate(found):
                 if value in in_tail:
