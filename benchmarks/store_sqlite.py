@@ -36,7 +36,7 @@ from typing import Any
 from hermes_hookspecs.messages import Message
 from hermes_hookspecs.records import LeaseHolder, NewMessage, NewSession
 from hermes_plugin_sqlite_store import SqliteSessionStore
-from hermes_plugin_sqlite_store.store import DEFAULT_FTS_INDEX_CAP
+from hermes_plugin_sqlite_store.store import DEFAULT_FTS_INDEX_CAP, LATEST_VERSION
 
 GENERATOR_VERSION = 3
 SESSION_SIZE = 1000
@@ -234,7 +234,9 @@ def search_queries(count: int, seed: int = 3) -> list[tuple[str, str]]:
 
 
 def bench_search(cache: Path, size: int, queries: int) -> dict[str, Any]:
-    path = cache / f"store_sqlite_v{GENERATOR_VERSION}_{size}.db"
+    # keyed by the schema version too: an older file would migrate in place and
+    # keep the dropped index's pages, so its size would mislead
+    path = cache / f"store_sqlite_v{GENERATOR_VERSION}_s{LATEST_VERSION}_{size}.db"
     if not path.exists():
         print(f"building {path} ({size:,} messages)...", file=sys.stderr, flush=True)
         start = time.perf_counter()

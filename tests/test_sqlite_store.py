@@ -525,6 +525,7 @@ def test_version_1_database_upgrades_with_its_rows(
     new = store.append_messages(sid, [user("now", annotations={"k": [1]})])
     assert store.get_messages([new[0].id])[0].annotations == {"k": [1]}
     assert [h.message_id for h in store.search("version")] == [row.id]
+    assert [h.message_id for h in store.search("itten by vers")] == [row.id]  # trigram rebuilt
     store.close()
 
 
@@ -621,3 +622,12 @@ def test_concurrent_threads_share_one_store(store: SqliteSessionStore) -> None:
     assert len(contents) == 120 and len(set(contents)) == 120
     positions = [m.position for m in store.active_messages(sid)]
     assert positions == sorted(positions) and len(set(positions)) == 120
+
+
+def test_too_old_sqlite_library_is_named() -> None:
+    from hermes_plugin_sqlite_store.store import check_sqlite_version
+
+    with pytest.raises(StoreError, match=r"needs SQLite 3\.35\.0 or newer.*uses SQLite 3\.31\.1"):
+        check_sqlite_version("3.31.1")
+    check_sqlite_version("3.35.0")
+    check_sqlite_version(sqlite3.sqlite_version)

@@ -706,6 +706,19 @@ class SessionStoreSuite:
         assert [h.message_id for h in store.search("msetfac")] == [rows[0].id]
         assert [h.message_id for h in store.search("formset")] == [rows[0].id]
 
+    def test_search_substring_must_be_contiguous(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        # every trigram of "overflow" (ove ver erf rfl flo low) is in the first row, apart
+        rows = store.append_messages(
+            session_id,
+            [user("over erflow"), user("a StackOverflowError"), user("long_identifier_x9")],
+        )
+        assert [h.message_id for h in store.search("overflow")] == [rows[1].id]
+        long_term = "long_identifier_x9"[1:]  # longer than the trigrams asked of the index
+        assert [h.message_id for h in store.search(long_term)] == [rows[2].id]
+        assert store.search("ong_identifier_x8") == []
+
     def test_search_cjk_substring(self, store: SessionStore, session_id: str) -> None:
         rows = store.append_messages(session_id, [user("我们的数据库很大"), user("天气很好")])
         hits = store.search("数据库")

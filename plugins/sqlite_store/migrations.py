@@ -229,8 +229,22 @@ _ANNOTATIONS = Migration(
     ),
 )
 
+_TRIGRAM_WITHOUT_POSITIONS = Migration(
+    name="0003_trigram_without_positions",
+    statements=(
+        # Substring search only needs to know which rows hold every trigram of a
+        # term (search.py then checks the term in the row's text), not where:
+        # detail=none drops the position lists, the bulk of this index and of
+        # the cost of writing it. The triggers name the table and keep working.
+        "DROP TABLE messages_fts_tri",
+        "CREATE VIRTUAL TABLE messages_fts_tri USING fts5("
+        "body, content='', detail=none, tokenize='trigram')",
+        f"INSERT INTO messages_fts_tri(rowid, body) SELECT id, {fts_text('messages')} FROM messages",
+    ),
+)
+
 #: Every migration, oldest first. Append only.
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _ANNOTATIONS)
+MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _ANNOTATIONS, _TRIGRAM_WITHOUT_POSITIONS)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -5,9 +5,12 @@
   query (``AND``, ``NEAR``, ``*``, ``:``, parentheses, quotes) is plain text.
 * The word index (unicode61, diacritics folded) needs every term that has a
   letter or digit; ranking is bm25.
-* The trigram index matches substrings (and CJK text, which unicode61 does
-  not split into words) for terms of three or more characters; shorter terms
-  of the same query are checked as substrings of the candidate rows.
+* The trigram index (``detail=none``: which rows hold a trigram, not where)
+  finds the candidate rows holding every trigram of each term of three or
+  more characters (at most :data:`TRIGRAMS_PER_TERM` spread over a long
+  term); each candidate's text is then checked to contain every term of the
+  query as a substring, case-insensitively. That matches substrings and CJK
+  text, which unicode61 does not split into words.
 * A query made only of terms shorter than three characters also scans for
   substrings, within the session when ``session_id`` is given, otherwise in
   the newest :data:`SHORT_SCAN_ROWS` messages.
@@ -32,6 +35,7 @@ from hermes_hookspecs.records import SearchHit
 from .rows import search_text
 
 SHORT_SCAN_ROWS = 50_000
+TRIGRAMS_PER_TERM = 12
 SNIPPET_RADIUS = 60
 _MAX_CANDIDATES = 20_000
 _WORDISH = re.compile(r"\w", re.UNICODE)
@@ -57,6 +61,15 @@ class ParsedQuery:
         return not self.terms
 
 
+def trigrams(term: str) -> list[str]:
+    """The trigrams of ``term`` the index is asked for (all, or an even spread of a long one)."""
+    grams = [term[i : i + 3] for i in range(len(term) - 2)]
+    if len(grams) > TRIGRAMS_PER_TERM:
+        step = (len(grams) - 1) / (TRIGRAMS_PER_TERM - 1)
+        grams = [grams[round(i * step)] for i in range(TRIGRAMS_PER_TERM)]
+    return list(dict.fromkeys(grams))
+
+
 def parse(query: str) -> ParsedQuery:
     """Split and escape a user query (see module docstring)."""
     seen: dict[str, None] = {}
@@ -69,7 +82,7 @@ def parse(query: str) -> ParsedQuery:
     return ParsedQuery(
         terms=terms,
         word_match=" ".join(quote(t) for t in word_terms) if word_terms else None,
-        tri_match=" ".join(quote(t) for t in tri_terms) if tri_terms else None,
+        tri_match=" ".join(quote(g) for t in tri_terms for g in trigrams(t)) if tri_terms else None,
         short_terms=short,
     )
 
@@ -237,9 +250,9 @@ def _rank(
     for mid, sid, role, content, calls, active, compacted, created_at, root in rows:
         text = search_text(content, calls)
         lowered = text.lower()
-        # a trigram-only hit must also contain the terms too short for trigrams
-        short_missing = not all(t.lower() in lowered for t in parsed.short_terms)
-        if short_missing and mid not in by_word:
+        # a row the word index did not find must contain every term as a substring
+        # (the trigram index only said it holds their trigrams somewhere)
+        if mid not in by_word and not all(t.lower() in lowered for t in parsed.terms):
             continue
         score = scores[mid]
         if score < 0:

@@ -77,6 +77,24 @@ def _json(name: str, value: Any) -> str:
         raise ValidationError(f"{name} is not JSON-serialisable: {exc}") from None
 
 
+#: the trigram tokenizer arrived in 3.34, ``RETURNING`` in 3.35
+MIN_SQLITE_VERSION = (3, 35, 0)
+
+
+def check_sqlite_version(found: str = sqlite3.sqlite_version) -> None:
+    """Refuse a SQLite library too old for the schema, saying which one was found.
+
+    :raises StoreError: naming the found and the needed version.
+    """
+    have = tuple(int(part) for part in found.split(".")[:3])
+    if have < MIN_SQLITE_VERSION:
+        need = ".".join(map(str, MIN_SQLITE_VERSION))
+        raise StoreError(
+            f"the sqlite store needs SQLite {need} or newer (FTS5 trigram tokenizer, RETURNING); "
+            f"this Python's sqlite3 module uses SQLite {found}"
+        )
+
+
 class SqliteSessionStore(SessionStore):
     """Sessions, messages, blobs, usage, leases and search in one SQLite file.
 
@@ -111,6 +129,7 @@ class SqliteSessionStore(SessionStore):
             raise StoreError(f"journal must be 'auto', 'wal' or 'rollback', got {journal!r}")
         if synchronous not in ("NORMAL", "FULL"):
             raise StoreError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        check_sqlite_version()
         self.path = Path(path).expanduser().absolute()
         self.fts_index_cap = fts_index_cap
         self._log = logger or logging.getLogger("hermes_plugin_sqlite_store")
@@ -393,19 +412,22 @@ class SqliteSessionStore(SessionStore):
         pairs = pairing_rows(batch)
 
         def body(conn: sqlite3.Connection) -> list[StoredMessage]:
-            position = self._next_position(conn, session_id)
+            now = time.time()
+            # reserve the positions first (one statement); a refusal below rolls it back
+            reserved = conn.execute(
+                "UPDATE sessions SET next_position = next_position + ?, updated_at = ? "
+                "WHERE id = ? RETURNING next_position",
+                (len(batch), now, session_id),
+            ).fetchall()
+            if not reserved:
+                raise NotFoundError(f"session {session_id!r} not found")
+            position = int(reserved[0][0]) - len(batch)
             leases.fence(conn, session_id, lease)
             check_tool_pairing(
                 pairs,
                 lambda ids: {i for i in ids if self._call_in_active_view(conn, session_id, i)},
             )
-            now = time.time()
-            stored = self._insert_messages(conn, session_id, position, batch, now)
-            conn.execute(
-                "UPDATE sessions SET next_position = ?, updated_at = ? WHERE id = ?",
-                (position + len(batch), now, session_id),
-            )
-            return stored
+            return self._insert_messages(conn, session_id, position, batch, now)
 
         return self._db.write(body)
 
