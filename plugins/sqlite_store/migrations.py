@@ -239,7 +239,8 @@ _TRIGRAM_WITHOUT_POSITIONS = Migration(
         "DROP TABLE messages_fts_tri",
         "CREATE VIRTUAL TABLE messages_fts_tri USING fts5("
         "body, content='', detail=none, tokenize='trigram')",
-        f"INSERT INTO messages_fts_tri(rowid, body) SELECT id, {fts_text('messages')} FROM messages",
+        "INSERT INTO messages_fts_tri(rowid, body) "
+        f"SELECT id, {fts_text('messages')} FROM messages",
     ),
 )
 
