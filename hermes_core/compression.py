@@ -7,16 +7,21 @@ Order of work (each step's failure leaves the session exactly as it was):
    session is eligible; if it fails, the local engine takes over;
 3. otherwise the ``compress`` hook answers (the selected engine, last);
    ``aborted``/``skipped`` results change nothing;
-4. the prompt is invalidated and rebuilt; when its bytes are unchanged the
-   old hash (and the provider's cache) is kept;
+4. the prompt is invalidated and rebuilt for the session that continues (its
+   blobs stored); when its bytes are unchanged the old hash (and the
+   provider's cache) is kept;
 5. ``archive_and_compact`` commits the new active view in ONE transaction
-   (rotation into a child session when ``compression.in_place`` is false);
+   (rotation into a child session when ``compression.in_place`` is false),
+   together with the continuing session's prompt hashes and new routing
+   (:class:`~hermes_hookspecs.ContinuationUpdate`): a crash leaves either the
+   old view with the old prompt or the new view with the new one;
 6. ``on_session_switch(reason="compression")`` and ``on_compressed`` fire.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +32,7 @@ from hermes_hookspecs import (
     CompactionEvent,
     CompressionRequest,
     CompressionResult,
+    ContinuationUpdate,
     HandoffSummary,
     NewMessage,
     NewSession,
@@ -177,18 +183,24 @@ def run_compression(
     )
     store = hermes.store()
     in_place = hermes.settings.compression.in_place
+    record = s.record
     child = None
+    continuing = record.model_copy(update={"routing": {**record.routing, **routing}})
     if not in_place:
-        record = s.record
         child = NewSession(
+            id=uuid.uuid4().hex,
             title=record.title,
             cwd=record.cwd,
             goal=record.goal,
-            routing={**record.routing, **routing},
+            routing=continuing.routing,
             model=record.model,
             provider=record.provider,
             parent_id=record.id,
         )
+        continuing = continuing.model_copy(update={"id": child.id, "parent_id": record.id})
+    # the prompt is rebuilt for the session that continues before the commit, and its
+    # hashes (and new routing) are written in the commit's transaction
+    prompt = s.stage_prompt(continuing)
     commit = store.archive_and_compact(
         s.id,
         new_messages,
@@ -197,20 +209,21 @@ def run_compression(
         in_place=in_place,
         child=child,
         event=event,
+        update=ContinuationUpdate(
+            system_prompt_hash=prompt.prompt_hash,
+            tools_hash=prompt.tools_hash,
+            routing=continuing.routing if routing and in_place else None,
+        ),
     )
     old_id = s.id
     if commit.child_session_id:
-        # continue in the child session: the prompt is rebuilt for it below
         s._switch_to(store.get_session(commit.child_session_id))
         store.release_lease(turn.lease)
         turn.lease = store.acquire_lease(
             s.id, turn.lease.holder, hermes.settings.session.lease_ttl, timeout=None
         )
-    elif routing:
-        store.update_session(s.id, routing={**s.record.routing, **routing})
     s._compaction_since = True
-    changed = s.rebuild_prompt()
-    s.reload(force=True)
+    changed = s.adopt_prompt(prompt)
     new_id = s.id
     hermes.pm.hook.on_session_switch(
         old_session_id=old_id, new_session_id=new_id, reason="compression"

@@ -253,15 +253,41 @@ class Session:
         )
 
     @staticmethod
-    def _freeze(hermes: Hermes, record: SessionRecord, prompt: FrozenPrompt) -> SessionRecord:
+    def _store_blobs(hermes: Hermes, prompt: FrozenPrompt) -> None:
         store = hermes.store()
         prompt_hash = store.put_blob("system_prompt", prompt.text)
         tools_hash = store.put_blob("tools", prompt.tools_json)
         if prompt_hash != prompt.prompt_hash or tools_hash != prompt.tools_hash:
             raise ValidationError("store returned a different SHA-256 than the prompt's own")
-        return store.update_session(
-            record.id, system_prompt_hash=prompt_hash, tools_hash=tools_hash
+
+    @classmethod
+    def _freeze(cls, hermes: Hermes, record: SessionRecord, prompt: FrozenPrompt) -> SessionRecord:
+        cls._store_blobs(hermes, prompt)
+        return hermes.store().update_session(
+            record.id, system_prompt_hash=prompt.prompt_hash, tools_hash=prompt.tools_hash
         )
+
+    def stage_prompt(self, record: SessionRecord) -> FrozenPrompt:
+        """Build the prompt ``record`` gets and store its blobs, writing no session row.
+
+        The compression coordinator stages the continuing session's prompt
+        this way and writes its hashes inside ``archive_and_compact``'s
+        transaction, then calls :meth:`adopt_prompt`.
+        """
+        prompt = self._build(self.hermes, record)
+        self._store_blobs(self.hermes, prompt)
+        return prompt
+
+    def adopt_prompt(self, prompt: FrozenPrompt) -> bool:
+        """Use ``prompt``, already recorded on the session's row. True when bytes changed."""
+        with self._lock:
+            changed = (prompt.prompt_hash, prompt.tools_hash) != (
+                self.prompt.prompt_hash,
+                self.prompt.tools_hash,
+            )
+            self.prompt = prompt
+            self.reload(force=True)
+            return changed
 
     def rebuild_prompt(self) -> bool:
         """Invalidate and rebuild the prompt (compaction boundary). True when bytes changed."""

@@ -18,6 +18,7 @@ from hermes_hookspecs.errors import ValidationError
 from hermes_hookspecs.messages import Usage
 from hermes_hookspecs.records import (
     CompactionEvent,
+    ContinuationUpdate,
     NewMessage,
     NewSession,
     PrefixEntry,
@@ -168,6 +169,41 @@ def check_new_session(new: Any) -> NewSession:
     if new.id is not None and not new.id.strip():
         raise ValidationError("session id must not be empty or blank")
     return new
+
+
+def check_continuation(update: Any) -> ContinuationUpdate | None:
+    """A valid :class:`ContinuationUpdate` for ``archive_and_compact`` (dicts accepted)."""
+    if update is None:
+        return None
+    if isinstance(update, dict):
+        try:
+            update = ContinuationUpdate.model_validate(update)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(f"update is invalid: {_describe(exc)}") from None
+    if not isinstance(update, ContinuationUpdate):
+        raise ValidationError(f"update must be a ContinuationUpdate, got {type(update).__name__}")
+    try:
+        json.dumps(update.routing).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"update.routing is not JSON text: {exc}") from None
+    return update
+
+
+def continuation_blobs(update: ContinuationUpdate | None) -> list[tuple[str, str, str]]:
+    """``(field, digest, blob kind)`` of each hash ``update`` sets: they must be stored blobs."""
+    if update is None:
+        return []
+    wanted = [
+        ("system_prompt_hash", update.system_prompt_hash, "system_prompt"),
+        ("tools_hash", update.tools_hash, "tools"),
+    ]
+    return [(field, digest, kind) for field, digest, kind in wanted if digest is not None]
+
+
+def missing_blob(field: str, digest: str, kind: str) -> ValidationError:
+    return ValidationError(
+        f"update.{field} = {digest!r:.80} names no stored {kind!r} blob; put_blob it first"
+    )
 
 
 def check_blob_kind(kind: Any) -> str:

@@ -68,6 +68,7 @@ from .prompt import Layer, PromptBlock, PromptContext
 from .records import (
     CompactionCommit,
     CompactionEvent,
+    ContinuationUpdate,
     LeaseGrant,
     LeaseHolder,
     NewMessage,
@@ -97,6 +98,7 @@ __all__ = [
     "CompressionSettings",
     "ConfigError",
     "ContextEngine",
+    "ContinuationUpdate",
     "CorruptDatabaseError",
     "EngineStatus",
     "HandoffSummary",

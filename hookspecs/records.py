@@ -161,6 +161,22 @@ class LeaseGrant(BaseModel):
     acquired_at: float
 
 
+class ContinuationUpdate(BaseModel):
+    """Fields of the session that continues after a compaction, written in its transaction.
+
+    The continuing session is the compacted one (in place) or the child
+    (rotation). Hashes must name blobs already stored with
+    :meth:`SessionStore.put_blob` (kinds ``system_prompt`` and ``tools``);
+    ``routing`` replaces the session's routing. None leaves a field as it is.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    system_prompt_hash: str | None = None
+    tools_hash: str | None = None
+    routing: dict[str, Any] | None = None
+
+
 class CompactionCommit(BaseModel):
     """What :meth:`SessionStore.archive_and_compact` did."""
 

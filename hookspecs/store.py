@@ -29,6 +29,7 @@ from typing import Any, Literal
 from .records import (
     CompactionCommit,
     CompactionEvent,
+    ContinuationUpdate,
     LeaseGrant,
     LeaseHolder,
     NewMessage,
@@ -129,6 +130,7 @@ class SessionStore(ABC):
         in_place: bool = True,
         child: NewSession | None = None,
         event: CompactionEvent | None = None,
+        update: ContinuationUpdate | None = None,
     ) -> CompactionCommit:
         """Replace the active view in ONE transaction.
 
@@ -142,6 +144,15 @@ class SessionStore(ABC):
         ``"compression"`` and the new view is written to a child session
         created from ``child`` (its ``parent_id`` set), in the same
         transaction. ``event`` is recorded with the commit.
+
+        ``update`` (the rebuilt prompt's hashes, new routing) is applied to
+        the continuing session - this one in place, the child in rotation -
+        in the same transaction, so a crash never leaves a new view under an
+        old prompt or routing.
+
+        :raises ValidationError: bad input, an ``update`` hash naming no
+            stored blob of its kind, a tool result answering no call of the
+            new view; nothing changes.
         """
 
     # -- search -------------------------------------------------------------

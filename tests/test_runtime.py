@@ -487,3 +487,50 @@ def test_recorded_messages_carry_the_lean_identifier_annotation(tmp_path: Path) 
         assert rows[1].annotations["lean_identifiers"] == {"v": 1, "sha": ["3f9c2ab71d"]}
     finally:
         host.close()
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_compaction_writes_the_rebuilt_prompt_in_its_own_transaction(
+    tmp_path: Path, in_place: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[int] = []
+
+    class ChangingBlock:
+        @hookimpl
+        def prompt_blocks(self, context, settings):  # type: ignore[no-untyped-def]
+            builds.append(1)
+            text = f"Prompt build number {len(builds)}."
+            return [PromptBlock(layer=Layer.VOLATILE, key="changing", text=text)]
+
+    host = make_host(
+        tmp_path,
+        Recorder(),
+        ChangingBlock(),
+        compression={"engine": "keep-last", "in_place": in_place},
+    )
+    try:
+        session = host.new_session(cwd=str(tmp_path))
+        for i in range(2):
+            with session.turn() as turn:
+                turn.prepare(f"question {i}")
+                turn.record_response({"role": "assistant", "content": f"answer {i}"})
+                turn.commit()
+        old_hash = session.prompt.prompt_hash
+        store = host.store()
+        separate_writes: list[dict[str, Any]] = []
+        real_update = store.update_session
+
+        def spy(session_id: str, **fields: Any) -> Any:
+            separate_writes.append(fields)
+            return real_update(session_id, **fields)
+
+        monkeypatch.setattr(store, "update_session", spy)
+        outcome = session.compress()
+        assert outcome.status == "compressed" and outcome.prompt_changed
+        assert separate_writes == []  # hashes went in with archive_and_compact
+        row = store.get_session(session.id)
+        assert row.system_prompt_hash == session.prompt.prompt_hash != old_hash
+        assert store.get_blob(row.system_prompt_hash) == session.prompt.text
+        assert "Prompt build number" in session.prompt.text
+    finally:
+        host.close()

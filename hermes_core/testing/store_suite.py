@@ -58,6 +58,7 @@ import pytest
 
 from hermes_hookspecs import (
     CompactionEvent,
+    ContinuationUpdate,
     HandoffSummary,
     HermesError,
     LeaseBusy,
@@ -478,6 +479,53 @@ class SessionStoreSuite:
                     new.origin_id,
                 )
                 assert row.annotations == new.annotations
+
+    @pytest.mark.parametrize("in_place", [True, False])
+    def test_compaction_updates_the_continuing_session_in_its_transaction(
+        self, store: SessionStore, in_place: bool
+    ) -> None:
+        sid = store.create_session(NewSession(title="U", routing={"thread": "old"})).id
+        old = store.append_messages(sid, [user("u1"), assistant("a1")])
+        prompt = store.put_blob("system_prompt", "You are the rebuilt prompt.")
+        tools = store.put_blob("tools", "[]")
+        commit = store.archive_and_compact(
+            sid,
+            [summary("s")],
+            watermark=old[-1].id,
+            in_place=in_place,
+            child=None if in_place else NewSession(title="U (continued)"),
+            update=ContinuationUpdate(
+                system_prompt_hash=prompt, tools_hash=tools, routing={"thread": "new"}
+            ),
+        )
+        continuing = store.get_session(commit.child_session_id or sid)
+        assert (continuing.system_prompt_hash, continuing.tools_hash) == (prompt, tools)
+        assert continuing.routing == {"thread": "new"}
+        if not in_place:
+            assert store.get_session(sid).routing == {"thread": "old"}  # the parent keeps its own
+
+    def test_compaction_update_must_name_stored_blobs(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(session_id, [user("u1"), assistant("a1")])
+        before = store.get_session(session_id)
+        missing = hashlib.sha256(b"never stored").hexdigest()
+        tools = store.put_blob("tools", "[]")
+        for bad in (
+            ContinuationUpdate(system_prompt_hash=missing),
+            ContinuationUpdate(system_prompt_hash=tools),  # a blob, but of the other kind
+            {"routing": {"x": object()}},
+            {"system_prompt_hash": 7},
+        ):
+            with pytest.raises(ValidationError, match="update"):
+                store.archive_and_compact(
+                    session_id,
+                    [summary("s")],
+                    watermark=rows[-1].id,
+                    update=bad,  # type: ignore[arg-type]
+                )
+        assert store.get_session(session_id) == before
+        assert [m.id for m in store.active_messages(session_id)] == [m.id for m in rows]
 
     @pytest.mark.parametrize("in_place", [True, False])
     def test_annotations_carried_forward_by_compaction(

@@ -5,11 +5,19 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from hermes_core.storekit import check_new_session, check_tool_pairing, no_known_calls, pairing_rows
+from hermes_core.storekit import (
+    check_new_session,
+    check_tool_pairing,
+    continuation_blobs,
+    missing_blob,
+    no_known_calls,
+    pairing_rows,
+)
 from hermes_hookspecs.errors import StoreError, ValidationError
 from hermes_hookspecs.records import (
     CompactionCommit,
     CompactionEvent,
+    ContinuationUpdate,
     LeaseGrant,
     NewMessage,
     NewSession,
@@ -73,6 +81,25 @@ def _record_event(conn: psycopg.Connection[Any], event: CompactionEvent, allowed
     )
 
 
+def _apply_update(
+    conn: psycopg.Connection[Any], session_id: str, update: ContinuationUpdate | None
+) -> None:
+    """Write ``update`` onto the continuing session (blobs already checked)."""
+    if update is None:
+        return
+    conn.execute(
+        "UPDATE sessions SET system_prompt_hash = coalesce(%s, system_prompt_hash), "
+        "tools_hash = coalesce(%s, tools_hash), "
+        "routing = coalesce(%s::jsonb, routing) WHERE id = %s",
+        (
+            update.system_prompt_hash,
+            update.tools_hash,
+            None if update.routing is None else encode_json(update.routing, "update.routing"),
+            session_id,
+        ),
+    )
+
+
 def _create_child(
     conn: psycopg.Connection[Any],
     parent_id: str,
@@ -128,10 +155,17 @@ def archive_and_compact(
     child: NewSession | None,
     event: CompactionEvent | None,
     cap: int,
+    update: ContinuationUpdate | None = None,
 ) -> CompactionCommit:
     """Run inside the caller's transaction (see :meth:`SessionStore.archive_and_compact`)."""
     next_position, count = lock_session(conn, session_id)
     leases.fence(conn, session_id, lease)
+    for field, digest, kind in continuation_blobs(update):
+        found = conn.execute(
+            "SELECT 1 FROM blobs WHERE digest = %s AND kind = %s", (digest, kind)
+        ).fetchone()
+        if found is None:
+            raise missing_blob(field, digest, kind)
     check_tool_pairing(pairing_rows(new_active), no_known_calls, "new_active")
     late = _late_rows(conn, session_id, watermark)
     if late:
@@ -171,6 +205,7 @@ def archive_and_compact(
         )
         if event is not None:
             _record_event(conn, event, {session_id})
+        _apply_update(conn, session_id, update)
         return CompactionCommit(
             session_id=session_id,
             archived=archived,
@@ -205,6 +240,7 @@ def archive_and_compact(
     )
     if event is not None:
         _record_event(conn, event, {session_id, child_id})
+    _apply_update(conn, child_id, update)
     return CompactionCommit(
         session_id=session_id,
         archived=archived,

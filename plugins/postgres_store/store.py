@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
     check_blob_kind,
+    check_continuation,
     check_count,
     check_new_session,
     check_timeout,
@@ -37,6 +38,7 @@ from hermes_hookspecs.errors import (
 from hermes_hookspecs.records import (
     CompactionCommit,
     CompactionEvent,
+    ContinuationUpdate,
     LeaseGrant,
     LeaseHolder,
     NewMessage,
@@ -421,9 +423,11 @@ class PostgresSessionStore(SessionStore):
         in_place: bool = True,
         child: NewSession | None = None,
         event: CompactionEvent | None = None,
+        update: ContinuationUpdate | None = None,
     ) -> CompactionCommit:
         batch = coerce_messages(new_active, "new_active")
         check_count(watermark, "watermark")
+        update = check_continuation(update)
         with self._tx() as conn:
             return compaction.archive_and_compact(
                 conn,
@@ -435,6 +439,7 @@ class PostgresSessionStore(SessionStore):
                 child=child,
                 event=event,
                 cap=self.fts_index_cap,
+                update=update,
             )
 
     # -- search -----------------------------------------------------------------

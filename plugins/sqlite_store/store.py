@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.storekit import (
+    check_continuation,
     check_tool_pairing,
     check_ttl,
     coerce_messages,
+    continuation_blobs,
+    missing_blob,
     no_known_calls,
     pairing_rows,
 )
@@ -22,6 +25,7 @@ from hermes_hookspecs.errors import NotFoundError, StoreError, ValidationError
 from hermes_hookspecs.records import (
     CompactionCommit,
     CompactionEvent,
+    ContinuationUpdate,
     LeaseGrant,
     LeaseHolder,
     NewMessage,
@@ -503,8 +507,10 @@ class SqliteSessionStore(SessionStore):
         in_place: bool = True,
         child: NewSession | None = None,
         event: CompactionEvent | None = None,
+        update: ContinuationUpdate | None = None,
     ) -> CompactionCommit:
         batch = coerce_messages(new_active, "new_active")
+        update = check_continuation(update)
         if not isinstance(watermark, int) or isinstance(watermark, bool) or watermark < 0:
             raise ValidationError(f"watermark must be a message id >= 0, got {watermark!r}")
         if child is not None and in_place:
@@ -517,6 +523,12 @@ class SqliteSessionStore(SessionStore):
         def body(conn: sqlite3.Connection) -> CompactionCommit:
             parent = self._session(conn, session_id)
             leases.fence(conn, session_id, lease)
+            for field, digest, kind in continuation_blobs(update):
+                found = conn.execute(
+                    "SELECT 1 FROM blobs WHERE digest = ? AND kind = ?", (digest, kind)
+                ).fetchone()
+                if found is None:
+                    raise missing_blob(field, digest, kind)
             archived = int(
                 conn.execute(
                     "SELECT count(*) FROM messages WHERE session_id = ? AND active = 1 AND id <= ?",
@@ -562,6 +574,7 @@ class SqliteSessionStore(SessionStore):
                 )
                 active_ids = [m.id for m in inserted] + [m.id for m in carried]
                 child_id = None
+                continuing = session_id
             else:
                 spec = child or NewSession(
                     title=parent.title,
@@ -607,6 +620,19 @@ class SqliteSessionStore(SessionStore):
                     (1 + len(rows), child_id),
                 )
                 active_ids = [m.id for m in rows]
+                continuing = child_id
+            if update is not None:
+                for column in ("system_prompt_hash", "tools_hash"):
+                    value = getattr(update, column)
+                    if value is not None:
+                        conn.execute(
+                            f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, continuing)
+                        )
+                if update.routing is not None:
+                    conn.execute(
+                        "UPDATE sessions SET routing = ? WHERE id = ?",
+                        (_json("update.routing", update.routing), continuing),
+                    )
             if event is not None:
                 conn.execute(
                     f"INSERT INTO compaction_events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
