@@ -138,7 +138,7 @@ def sessions_group() -> None:
 
 
 @sessions_group.command("list")
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
 def sessions_list(state: State, limit: int, as_json: bool) -> None:
@@ -185,7 +185,7 @@ def sessions_show(state: State, session_id: str, show_all: bool, as_json: bool) 
 @sessions_group.command("search")
 @click.argument("query")
 @click.option("--session", "session_id", help="Only this session.")
-@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--active-only", is_flag=True, help="Skip compacted history.")
 @click.option("--context", "context", type=int, default=1, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -326,6 +326,9 @@ class SessionStoreSuite:
         assert listed[0] == ids[0]
         assert [s.id for s in store.list_sessions(limit=1)] == [ids[0]]
         assert [s.id for s in store.list_sessions(limit=2, offset=1)] == listed[1:3]
+        for bad in ({"limit": -1}, {"offset": -1}, {"limit": "5"}, {"limit": True}):
+            with pytest.raises(ValidationError, match=r"limit|offset"):
+                store.list_sessions(**bad)
 
     def test_update_session_allowed_fields(self, store: SessionStore, session_id: str) -> None:
         digest = store.put_blob("system_prompt", "You are helpful.")
@@ -479,6 +482,16 @@ class SessionStoreSuite:
                     new.origin_id,
                 )
                 assert row.annotations == new.annotations
+
+    def test_compaction_event_must_name_this_session(self, store: SessionStore) -> None:
+        sid = store.create_session(NewSession(title="E")).id
+        other = store.create_session(NewSession(title="other")).id
+        rows = store.append_messages(sid, [user("u1"), assistant("a1")])
+        event = CompactionEvent(session_id=other, engine="suite", tokens_before=9, tokens_after=1)
+        with pytest.raises(ValidationError, match=r"event\.session_id"):
+            store.archive_and_compact(sid, [summary("s")], watermark=rows[-1].id, event=event)
+        assert [m.id for m in store.active_messages(sid)] == [m.id for m in rows]
+        assert store.compaction_events(sid) == [] and store.compaction_events(other) == []
 
     @pytest.mark.parametrize("in_place", [True, False])
     def test_compaction_updates_the_continuing_session_in_its_transaction(

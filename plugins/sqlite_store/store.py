@@ -13,6 +13,7 @@ from typing import Any
 
 from hermes_core.storekit import (
     check_continuation,
+    check_count,
     check_tool_pairing,
     check_ttl,
     coerce_messages,
@@ -250,11 +251,13 @@ class SqliteSessionStore(SessionStore):
             return self._session(conn, session_id)
 
     def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionRecord]:
+        check_count(limit, "limit")
+        check_count(offset, "offset")
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions "
                 "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?",
-                (int(limit), int(offset)),
+                (limit, offset),
             ).fetchall()
         return [session_from_row(row) for row in rows]
 
@@ -634,10 +637,16 @@ class SqliteSessionStore(SessionStore):
                         (_json("update.routing", update.routing), continuing),
                     )
             if event is not None:
+                allowed = {session_id} if child_id is None else {session_id, child_id}
+                if event.session_id not in allowed:
+                    raise ValidationError(
+                        f"event.session_id = {event.session_id!r}; "
+                        f"expected one of {sorted(allowed)}"
+                    )
                 conn.execute(
                     f"INSERT INTO compaction_events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
                     (
-                        session_id,
+                        event.session_id,
                         event.engine,
                         event.backend,
                         event.tokens_before,
