@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 
@@ -155,55 +155,59 @@ def check_update_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 def check_new_session(new: Any) -> NewSession:
     """A valid :class:`NewSession` (dicts accepted) without NUL characters in its text."""
-    if isinstance(new, dict):
-        try:
-            new = NewSession.model_validate(new)
-        except pydantic.ValidationError as exc:
-            raise ValidationError(f"new session is invalid: {_describe(exc)}") from None
-    if not isinstance(new, NewSession):
-        raise ValidationError(f"expected a NewSession, got {type(new).__name__}")
+    session = _as_model(new, NewSession, "new session")
     for key in ("id", "title", "cwd", "goal", "model", "provider", "parent_id"):
-        value = getattr(new, key)
+        value = getattr(session, key)
         if isinstance(value, str) and "\x00" in value:
             raise ValidationError(f"session field {key!r} contains a NUL character")
-    if new.id is not None and not new.id.strip():
+    if session.id is not None and not session.id.strip():
         raise ValidationError("session id must not be empty or blank")
-    return new
+    return session
 
 
 def check_continuation(update: Any) -> ContinuationUpdate | None:
     """A valid :class:`ContinuationUpdate` for ``archive_and_compact`` (dicts accepted)."""
     if update is None:
         return None
-    if isinstance(update, dict):
-        try:
-            update = ContinuationUpdate.model_validate(update)
-        except pydantic.ValidationError as exc:
-            raise ValidationError(f"update is invalid: {_describe(exc)}") from None
-    if not isinstance(update, ContinuationUpdate):
-        raise ValidationError(f"update must be a ContinuationUpdate, got {type(update).__name__}")
+    checked = _as_model(update, ContinuationUpdate, "update")
     try:
-        json.dumps(update.routing).encode("utf-8")
+        json.dumps(checked.routing).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"update.routing is not JSON text: {exc}") from None
-    return update
+    return checked
 
 
-def continuation_blobs(update: ContinuationUpdate | None) -> list[tuple[str, str, str]]:
-    """``(field, digest, blob kind)`` of each hash ``update`` sets: they must be stored blobs."""
+def require_blobs(update: ContinuationUpdate | None, stored: Callable[[str, str], bool]) -> None:
+    """Inside the compaction's transaction: each hash ``update`` sets names a stored blob.
+
+    :param stored: ``stored(digest, kind)``, the backend's lookup.
+    :raises ValidationError: naming the field, the digest and the kind.
+    """
     if update is None:
-        return []
-    wanted = [
+        return
+    for field, digest, kind in (
         ("system_prompt_hash", update.system_prompt_hash, "system_prompt"),
         ("tools_hash", update.tools_hash, "tools"),
-    ]
-    return [(field, digest, kind) for field, digest, kind in wanted if digest is not None]
+    ):
+        if digest is not None and not stored(digest, kind):
+            raise ValidationError(
+                f"update.{field} = {digest!r:.80} names no stored {kind!r} blob; put_blob it first"
+            )
 
 
-def missing_blob(field: str, digest: str, kind: str) -> ValidationError:
-    return ValidationError(
-        f"update.{field} = {digest!r:.80} names no stored {kind!r} blob; put_blob it first"
-    )
+ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+
+
+def _as_model(value: Any, model: type[ModelT], what: str) -> ModelT:
+    """``value`` as a validated ``model`` (dicts accepted), or a ValidationError naming ``what``."""
+    if isinstance(value, dict):
+        try:
+            return model.model_validate(value)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(f"{what} is invalid: {_describe(exc)}") from None
+    if not isinstance(value, model):
+        raise ValidationError(f"{what} must be a {model.__name__}, got {type(value).__name__}")
+    return value
 
 
 def check_blob_kind(kind: Any) -> str:

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 from hermes_core.storekit import (
     check_new_session,
     check_tool_pairing,
-    continuation_blobs,
-    missing_blob,
     no_known_calls,
     pairing_rows,
+    require_blobs,
 )
 from hermes_hookspecs.errors import StoreError, ValidationError
 from hermes_hookspecs.records import (
@@ -160,12 +159,15 @@ def archive_and_compact(
     """Run inside the caller's transaction (see :meth:`SessionStore.archive_and_compact`)."""
     next_position, count = lock_session(conn, session_id)
     leases.fence(conn, session_id, lease)
-    for field, digest, kind in continuation_blobs(update):
-        found = conn.execute(
-            "SELECT 1 FROM blobs WHERE digest = %s AND kind = %s", (digest, kind)
-        ).fetchone()
-        if found is None:
-            raise missing_blob(field, digest, kind)
+    require_blobs(
+        update,
+        lambda digest, kind: (
+            conn.execute(
+                "SELECT 1 FROM blobs WHERE digest = %s AND kind = %s", (digest, kind)
+            ).fetchone()
+            is not None
+        ),
+    )
     check_tool_pairing(pairing_rows(new_active), no_known_calls, "new_active")
     late = _late_rows(conn, session_id, watermark)
     if late:

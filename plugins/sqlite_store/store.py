@@ -17,10 +17,9 @@ from hermes_core.storekit import (
     check_tool_pairing,
     check_ttl,
     coerce_messages,
-    continuation_blobs,
-    missing_blob,
     no_known_calls,
     pairing_rows,
+    require_blobs,
 )
 from hermes_hookspecs.errors import NotFoundError, StoreError, ValidationError
 from hermes_hookspecs.records import (
@@ -526,12 +525,15 @@ class SqliteSessionStore(SessionStore):
         def body(conn: sqlite3.Connection) -> CompactionCommit:
             parent = self._session(conn, session_id)
             leases.fence(conn, session_id, lease)
-            for field, digest, kind in continuation_blobs(update):
-                found = conn.execute(
-                    "SELECT 1 FROM blobs WHERE digest = ? AND kind = ?", (digest, kind)
-                ).fetchone()
-                if found is None:
-                    raise missing_blob(field, digest, kind)
+            require_blobs(
+                update,
+                lambda digest, kind: (
+                    conn.execute(
+                        "SELECT 1 FROM blobs WHERE digest = ? AND kind = ?", (digest, kind)
+                    ).fetchone()
+                    is not None
+                ),
+            )
             archived = int(
                 conn.execute(
                     "SELECT count(*) FROM messages WHERE session_id = ? AND active = 1 AND id <= ?",
