@@ -217,11 +217,16 @@ def run_compression(
     )
     old_id = s.id
     if commit.child_session_id:
-        s._switch_to(store.get_session(commit.child_session_id))
-        store.release_lease(turn.lease)
-        turn.lease = store.acquire_lease(
-            s.id, turn.lease.holder, hermes.settings.session.lease_ttl, timeout=None
+        # take the child's lease before handing the parent's back: no moment without one
+        child_lease = store.acquire_lease(
+            commit.child_session_id,
+            turn.lease.holder,
+            hermes.settings.session.lease_ttl,
+            timeout=None,
         )
+        store.release_lease(turn.lease)
+        turn.lease = child_lease
+        s._switch_to(store.get_session(commit.child_session_id))
     s._compaction_since = True
     changed = s.adopt_prompt(prompt)
     new_id = s.id

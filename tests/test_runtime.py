@@ -534,3 +534,38 @@ def test_compaction_writes_the_rebuilt_prompt_in_its_own_transaction(
         assert "Prompt build number" in session.prompt.text
     finally:
         host.close()
+
+
+def test_rotation_takes_the_child_lease_before_releasing_the_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = make_host(tmp_path, Recorder(), compression={"engine": "keep-last", "in_place": False})
+    try:
+        session = host.new_session(cwd=str(tmp_path))
+        parent = session.id
+        for i in range(2):
+            with session.turn() as turn:
+                turn.prepare(f"question {i}")
+                turn.record_response({"role": "assistant", "content": f"answer {i}"})
+                turn.commit()
+        store = host.store()
+        order: list[tuple[str, str]] = []
+        real_acquire, real_release = store.acquire_lease, store.release_lease
+
+        def acquire(session_id: str, *args: Any, **kwargs: Any) -> Any:
+            order.append(("acquire", session_id))
+            return real_acquire(session_id, *args, **kwargs)
+
+        def release(grant: Any) -> Any:
+            order.append(("release", grant.session_id))
+            return real_release(grant)
+
+        monkeypatch.setattr(store, "acquire_lease", acquire)
+        monkeypatch.setattr(store, "release_lease", release)
+        outcome = session.compress()
+        child = outcome.new_session_id
+        assert child is not None
+        rotation = [step for step in order if step[1] in (parent, child)]
+        assert rotation.index(("acquire", child)) < rotation.index(("release", parent))
+    finally:
+        host.close()
