@@ -76,6 +76,7 @@ class Options(BaseModel):
         default_factory=lambda: [
             ("small", 16_000),
             ("small", 32_000),
+            ("large", 16_000),
             ("large", 32_000),
             ("large", 64_000),
         ]

@@ -190,7 +190,11 @@ class TailRequest(BaseModel):
     """Input of a tail strategy: the prunable part of the active view.
 
     ``messages`` excludes the system message and the protected head;
-    ``token_counts`` is parallel to it.
+    ``token_counts`` is parallel to it. ``settings.threshold_tokens`` is the
+    room the messages have: the default engine passes the compression
+    threshold minus the system prompt's tokens, so a strategy that sizes its
+    tail and sections as shares of it leaves the view under the threshold
+    however large the system prompt is.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -356,3 +356,63 @@ def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> N
     assert annotate_message(message=message, settings=legacy) is None
     summary = Message(role="user", kind="summary", summary=HandoffSummary(goal="g"), content="x")
     assert annotate_message(message=summary, settings=lean) is None
+
+
+@pytest.mark.parametrize(
+    ("budget", "threshold", "expected"),
+    [
+        (2_000, 8_928, 2_000),  # 16K window: the default budget, untouched
+        (2_000, 96_000, 2_000),
+        (8_000, 20_928, 2_616),  # 32K window: an eighth of the threshold
+        (8_000, 44_928, 5_616),
+        (8_000, 96_000, 8_000),
+        (20_000, 96_000, 12_000),
+        (8_000, 3_900, 975),  # tiny window: a quarter, under the floor
+        (0, 96_000, 0),
+    ],
+)
+def test_index_budget_stays_within_a_share_of_the_threshold(
+    budget: int, threshold: int, expected: int
+) -> None:
+    from hermes_plugin_tail_lean.strategy import index_budget
+
+    settings = small_band(threshold, identifier_budget_tokens=budget)
+    assert index_budget(settings) == expected
+
+
+@pytest.mark.parametrize(("window", "budget"), [(16_000, 2_000), (32_000, 8_000)])
+def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
+    tmp_path: Any, window: int, budget: int
+) -> None:
+    # 259K tokens of a real Codex session (its system prompt alone is 5.4K tokens) replayed
+    # with the default (deterministic) summarizer. When the lean tail sized its band and
+    # sections from the whole threshold, every compression at 16K ended above the trigger,
+    # the breaker stopped them and the session grew to 173K tokens; at 32K an 8,000-token
+    # index budget (a quarter of the threshold allowed) did the same up to 66K tokens.
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    if str(repo) not in sys.path:
+        sys.path.insert(0, str(repo))
+    from benchmarks.transcript_inputs import large_session, write_wire
+    from hermes_core import Hermes
+    from hermes_core.config import settings_from
+    from hermes_core.replay import replay
+
+    source = write_wire(large_session().messages, Path(tmp_path) / "large.json")
+    host = Hermes(
+        settings_from(
+            {
+                "session": {"path": str(Path(tmp_path) / "s.db")},
+                "memory": {"home": str(Path(tmp_path) / "mem")},
+                "compression": {"identifier_budget_tokens": budget},
+            }
+        )
+    )
+    try:
+        report = replay(host, source, format="openai-chat", context_length=window)
+    finally:
+        host.close()
+    assert len(report.compressions) > 10
+    assert report.final_active_tokens <= report.threshold_tokens

@@ -341,11 +341,13 @@ class _Work:
         stored = [it.stored for it in rest if it.stored is not None]
         if len(stored) != len(rest):
             raise HermesError("internal: every message of the view must come from a stored row")
+        # the tail and its sections share what the system prompt leaves of the threshold
+        room = max(1, self.settings.threshold_tokens - self.request.system_tokens)
         return strategy.plan(
             TailRequest(
                 messages=stored,
                 token_counts=[it.tokens for it in rest],
-                settings=self.settings,
+                settings=self.settings.model_copy(update={"threshold_tokens": room}),
             )
         )
 

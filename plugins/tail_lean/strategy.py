@@ -5,6 +5,8 @@
   ``lo``, where ``hi = min(lean_tail_max_tokens, threshold_tokens * 0.35)``
   and ``lo = min(lean_tail_min_tokens, hi / 2)``: 10K-25K tokens on ordinary
   windows, scaled down on small ones so the tail never dominates the budget.
+  ``threshold_tokens`` here is the room for messages (the engine subtracts the
+  system prompt), so every share below shrinks with a large system prompt.
 * **Chunked digest.** The engine summarises the middle in chunks of
   ``summary_input_tokens / 3`` tokens, each chunk updating the running handoff.
 * **Identifier Index.** File paths, commit SHAs, PR/issue numbers, URLs,
@@ -12,7 +14,7 @@
   extracted mechanically (:mod:`hermes_plugin_compressor.identifiers`) once per
   message when it is recorded (:mod:`.annotations`), newest
   first, sharing tokens evenly across kinds within ``identifier_budget_tokens``
-  (at most a quarter of the threshold); identifiers still in the tail are left
+  (see :func:`index_budget`); identifiers still in the tail are left
   out; the previous index is carried forward at lower priority. Scanning goes
   from the newest evicted message back and stops, per kind, once the
   candidates found would cost twice the budget (older ones could never be
@@ -30,7 +32,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hermes_hookspecs import StoredMessage, SummarySection, TailPlan, TailRequest, TailStrategy
+from hermes_hookspecs import (
+    CompressionSettings,
+    StoredMessage,
+    SummarySection,
+    TailPlan,
+    TailRequest,
+    TailStrategy,
+)
 from hermes_plugin_compressor.groups import group_starts, suffix_within
 from hermes_plugin_compressor.identifiers import (
     KIND_ORDER,
@@ -60,6 +69,27 @@ LARGEST_EVICTED = 5
 
 def recovery_id(row: StoredMessage) -> int:
     return row.origin_id if row.origin_id is not None else row.id
+
+
+#: the Identifier Index never takes more than this share of the threshold ...
+INDEX_SHARE = 1 / 8
+#: ... unless that is below this many tokens (the default budget)
+INDEX_FLOOR = 2_000
+
+
+def index_budget(settings: CompressionSettings) -> int:
+    """Tokens for the Identifier Index: the configured budget, within a share of the threshold.
+
+    ``min(identifier_budget_tokens, threshold / 4, max(INDEX_FLOOR, threshold * INDEX_SHARE))``.
+    A larger index leaves each compression so little room under the trigger that the
+    next turns trigger it again and the breaker stops it. Measured on a 259K-token
+    session replayed into a 32K window (threshold 20,928) with the deterministic
+    summarizer: indexes of 2,600 and 3,000 tokens kept it inside the window (ending at
+    19.9K and 20.3K tokens), 3,488 (a sixth) let it grow to 66K tokens.
+    """
+    threshold = settings.threshold_tokens
+    share = max(INDEX_FLOOR, int(threshold * INDEX_SHARE))
+    return min(settings.identifier_budget_tokens, threshold // 4, share)
 
 
 class LeanTail(TailStrategy):
@@ -92,7 +122,7 @@ class LeanTail(TailStrategy):
         threshold = settings.threshold_tokens
         sections = [
             self._quotes(evicted, skip, min(settings.user_quote_budget_tokens, threshold // 32)),
-            self._index(evicted, tail, min(settings.identifier_budget_tokens, threshold // 4)),
+            self._index(evicted, tail, index_budget(settings)),
             self._pointers(
                 evicted, skip, request.token_counts[:start], max(120, min(1_500, threshold // 60))
             ),
