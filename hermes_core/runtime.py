@@ -131,6 +131,7 @@ class Session:
         self._compaction_since = False
         self._last_prompt_tokens = 0
         self._compression_due = False
+        self._room_checked: str | None = None
         self.reload()
 
     # -- creation / resume --------------------------------------------------
@@ -344,9 +345,33 @@ class Session:
             self._rows = rows
             self._api = [row.to_api() for row in rows]
             self._base = self._prefix_chain()
+            self._check_prompt_room()
             for api, row in zip(self._api, rows, strict=True):
                 self._base.extend(segment_hash(api), row.token_count or 0)
             self._version = version
+
+    #: warn when the system prompt and tools take more than this share of the threshold
+    PROMPT_ROOM_WARNING = 0.5
+
+    def _check_prompt_room(self) -> None:
+        """Warn (once per prompt) when the prompt leaves compressions little room to work in."""
+        if self._room_checked == self.prompt.prompt_hash:
+            return
+        self._room_checked = self.prompt.prompt_hash
+        prompt_tokens = self._base.total_tokens()
+        threshold = self.hermes.threshold(self.model).threshold_tokens
+        if prompt_tokens > threshold * self.PROMPT_ROOM_WARNING:
+            log.warning(
+                "session %s: the system prompt and tool schemas take %d of the %d-token "
+                "compression threshold for %s; the conversation has %d tokens of room, so "
+                "compressions will fire every few turns (a larger window, or a shorter "
+                "prompt, fixes it)",
+                self.record.id,
+                prompt_tokens,
+                threshold,
+                self.model,
+                max(0, threshold - prompt_tokens),
+            )
 
     def _extend_cache(self, rows: list[StoredMessage], apis: list[dict[str, Any]]) -> None:
         for row, api in zip(rows, apis, strict=True):

@@ -569,3 +569,22 @@ def test_rotation_takes_the_child_lease_before_releasing_the_parent(
         assert rotation.index(("acquire", child)) < rotation.index(("release", parent))
     finally:
         host.close()
+
+
+def test_a_prompt_that_crowds_the_threshold_is_reported_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    host = make_host(tmp_path, model={"context_length": 16_000})
+    try:
+        with caplog.at_level("WARNING", logger="hermes_core.runtime"):
+            small = host.new_session(cwd=str(tmp_path), caller_message="Be brief.")
+            assert not [r for r in caplog.records if "of room" in r.getMessage()]
+            big = host.new_session(cwd=str(tmp_path), caller_message="Always check. " * 2_000)
+            with big.turn() as turn:  # reloads the view; the same prompt is not reported again
+                turn.prepare("hello")
+                turn.record_response({"role": "assistant", "content": "hi"})
+                turn.commit()
+        warnings = [r.getMessage() for r in caplog.records if "of room" in r.getMessage()]
+        assert len(warnings) == 1 and big.id in warnings[0] and small.id not in warnings[0]
+    finally:
+        host.close()
