@@ -90,6 +90,23 @@ class NewMessage(BaseModel):
         check_unicode(value, info.field_name)
         return value
 
+    @classmethod
+    def carried_from(cls, row: StoredMessage) -> NewMessage:
+        """``row`` carried forward unchanged by a compaction.
+
+        Every stored fact comes along (``api_content``, token count, turn id,
+        annotations) and ``origin_id`` points at ``row``, so search counts the
+        two once.
+        """
+        return cls(
+            message=row.message,
+            api_content=row.api_content,
+            token_count=row.token_count,
+            turn_id=row.turn_id,
+            origin_id=row.id,
+            annotations=row.annotations,
+        )
+
 
 class StoredMessage(BaseModel):
     """A message row as stored.

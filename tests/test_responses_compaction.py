@@ -137,6 +137,8 @@ def stored(rows: list[tuple[Message, Any]]) -> list[StoredMessage]:
             message=message,
             api_content=api_content,
             token_count=10 + i,
+            turn_id=f"t{i // 2}",
+            annotations={"test": {"row": i}},
             created_at=now,
         )
         for i, (message, api_content) in enumerate(rows)
@@ -293,6 +295,11 @@ def test_standalone_happy_path_keeps_items_and_stores_the_opaque_item(
     assert [m.origin_id for m in kept] == [rows[0].id, rows[4].id]
     assert kept[0].api_content == rows[0].api_content  # resent byte for byte later
     assert kept[0].token_count == rows[0].token_count
+    # carried rows keep every stored fact (they used to lose turn id and annotations)
+    assert [(m.turn_id, m.annotations) for m in kept] == [
+        (rows[0].turn_id, rows[0].annotations),
+        (rows[4].turn_id, rows[4].annotations),
+    ]
     assert opaque.message.kind == "compaction" and opaque.message.content is None
     item = opaque.message.provider_item
     assert item is not None

@@ -154,14 +154,7 @@ def summary(text: str) -> NewMessage:
 
 def carry(row: StoredMessage) -> NewMessage:
     """A message carried forward unchanged by a compaction (``origin_id`` set)."""
-    return NewMessage(
-        message=row.message,
-        api_content=row.api_content,
-        token_count=row.token_count,
-        turn_id=row.turn_id,
-        origin_id=row.id,
-        annotations=row.annotations,
-    )
+    return NewMessage.carried_from(row)
 
 
 def texts(rows: list[StoredMessage]) -> list[str]:

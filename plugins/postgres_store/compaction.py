@@ -44,17 +44,6 @@ def _late_rows(
     return [message_from_row(row) for row in rows]
 
 
-def _carry(row: StoredMessage) -> NewMessage:
-    return NewMessage(
-        message=row.message,
-        api_content=row.api_content,
-        token_count=row.token_count,
-        turn_id=row.turn_id,
-        origin_id=row.id,
-        annotations=row.annotations,
-    )
-
-
 def _record_event(conn: psycopg.Connection[Any], event: CompactionEvent, allowed: set[str]) -> None:
     if not isinstance(event, CompactionEvent):
         raise ValidationError(f"event must be a CompactionEvent, got {type(event).__name__}")
@@ -172,7 +161,7 @@ def archive_and_compact(
     late = _late_rows(conn, session_id, watermark)
     if late:
         check_tool_pairing(
-            pairing_rows([*new_active, *(_carry(row) for row in late)]),
+            pairing_rows([*new_active, *(NewMessage.carried_from(row) for row in late)]),
             no_known_calls,
             "active view after compaction (new_active + rows after the watermark)",
         )
@@ -222,7 +211,7 @@ def archive_and_compact(
             "UPDATE messages SET active = false, compacted = true WHERE id = ANY(%s::bigint[])",
             ([row.id for row in late],),
         )
-    carried = [_carry(row) for row in late]
+    carried = [NewMessage.carried_from(row) for row in late]
     child_rows = [*new_active, *carried]
     child_id = _create_child(conn, session_id, child, count + 1, len(child_rows))
     child_roots = roots + origin_roots(conn, carried, "carried")

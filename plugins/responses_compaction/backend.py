@@ -83,15 +83,7 @@ def ineligibility_reason(
 
 
 def _carry(rows: list[StoredMessage]) -> list[NewMessage]:
-    return [
-        NewMessage(
-            message=row.message,
-            api_content=row.api_content,
-            token_count=row.token_count,
-            origin_id=row.id,
-        )
-        for row in rows
-    ]
+    return [NewMessage.carried_from(row) for row in rows]
 
 
 class ResponsesCompactionBackend(CompactionBackend):

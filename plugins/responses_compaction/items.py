@@ -204,14 +204,7 @@ def window_messages(
         if match is not None:
             row, row_keys = match
             pending[keys[index]].remove(match)
-            out.append(
-                NewMessage(
-                    message=row.message,
-                    api_content=row.api_content,
-                    token_count=row.token_count,
-                    origin_id=row.id,
-                )
-            )
+            out.append(NewMessage.carried_from(row))
             carried += 1
             index += len(row_keys)
             continue

@@ -608,17 +608,7 @@ class SqliteSessionStore(SessionStore):
                     "WHERE id = ?",
                     (now, now, session_id),
                 )
-                copies = [
-                    NewMessage(
-                        message=m.message,
-                        api_content=m.api_content,
-                        token_count=m.token_count,
-                        turn_id=m.turn_id,
-                        origin_id=m.id,
-                        annotations=m.annotations,
-                    )
-                    for m in carried
-                ]
+                copies = [NewMessage.carried_from(m) for m in carried]
                 rows = self._insert_messages(conn, child_id, 1, batch + copies, now)
                 conn.execute(
                     "UPDATE sessions SET next_position = ? WHERE id = ?",
