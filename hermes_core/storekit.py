@@ -22,6 +22,7 @@ from hermes_hookspecs.records import (
     NewMessage,
     NewSession,
     PrefixEntry,
+    SessionRecord,
     UsageRecord,
 )
 
@@ -239,6 +240,52 @@ def check_count(value: Any, name: str, *, minimum: int = 0) -> int:
 
 
 # -- row mappers shared by SQL stores (same column order in every backend) --------
+
+
+SESSION_COLUMNS = (
+    "id, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at, "
+    "updated_at, ended_at, system_prompt_hash, tools_hash, compression_count"
+)
+
+
+def session_from_row(row: Sequence[Any]) -> SessionRecord:
+    """A :class:`SessionRecord` from a row of :data:`SESSION_COLUMNS`."""
+    (
+        sid,
+        title,
+        cwd,
+        goal,
+        routing,
+        model,
+        provider,
+        parent_id,
+        end_reason,
+        created_at,
+        updated_at,
+        ended_at,
+        sp_hash,
+        tools_hash,
+        count,
+    ) = row
+    if not isinstance(routing, dict):  # JSON text (SQLite); PostgreSQL's jsonb arrives decoded
+        routing = json.loads(routing or "{}")
+    return SessionRecord(
+        id=sid,
+        title=title,
+        cwd=cwd,
+        goal=goal,
+        routing=routing,
+        model=model,
+        provider=provider,
+        parent_id=parent_id,
+        end_reason=end_reason,
+        created_at=created_at,
+        updated_at=updated_at,
+        ended_at=ended_at,
+        system_prompt_hash=sp_hash,
+        tools_hash=tools_hash,
+        compression_count=count,
+    )
 
 
 def usage_from_row(row: Sequence[Any]) -> UsageRecord:

@@ -20,10 +20,16 @@ from hermes_core.storekit import (
     PREFIX_COLUMNS as PREFIX_COLUMNS,
 )
 from hermes_core.storekit import (
+    SESSION_COLUMNS as SESSION_COLUMNS,
+)
+from hermes_core.storekit import (
     event_from_row as event_from_row,
 )
 from hermes_core.storekit import (
     prefix_from_row as prefix_from_row,
+)
+from hermes_core.storekit import (
+    session_from_row as session_from_row,
 )
 from hermes_core.storekit import (
     usage_from_row as usage_from_row,
@@ -32,55 +38,13 @@ from hermes_hookspecs.errors import ValidationError
 from hermes_hookspecs.messages import Message, content_text
 from hermes_hookspecs.records import (
     NewMessage,
-    SessionRecord,
     StoredMessage,
 )
 
-SESSION_COLUMNS = (
-    "id, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at, "
-    "updated_at, ended_at, system_prompt_hash, tools_hash, compression_count"
-)
 MESSAGE_COLUMNS = (
     "id, session_id, position, message, api_content, token_count, turn_id, origin_id, "
     "active, compacted, created_at, annotations"
 )
-
-
-def session_from_row(row: Sequence[Any]) -> SessionRecord:
-    (
-        sid,
-        title,
-        cwd,
-        goal,
-        routing,
-        model,
-        provider,
-        parent_id,
-        end_reason,
-        created_at,
-        updated_at,
-        ended_at,
-        sp_hash,
-        tools_hash,
-        count,
-    ) = row
-    return SessionRecord(
-        id=sid,
-        title=title,
-        cwd=cwd,
-        goal=goal,
-        routing=routing if isinstance(routing, dict) else json.loads(routing or "{}"),
-        model=model,
-        provider=provider,
-        parent_id=parent_id,
-        end_reason=end_reason,
-        created_at=created_at,
-        updated_at=updated_at,
-        ended_at=ended_at,
-        system_prompt_hash=sp_hash,
-        tools_hash=tools_hash,
-        compression_count=count,
-    )
 
 
 def message_from_row(row: Sequence[Any]) -> StoredMessage:

@@ -13,10 +13,16 @@ from hermes_core.storekit import (
     PREFIX_COLUMNS as PREFIX_COLUMNS,
 )
 from hermes_core.storekit import (
+    SESSION_COLUMNS as SESSION_COLUMNS,
+)
+from hermes_core.storekit import (
     event_from_row as event_from_row,
 )
 from hermes_core.storekit import (
     prefix_from_row as prefix_from_row,
+)
+from hermes_core.storekit import (
+    session_from_row as session_from_row,
 )
 from hermes_core.storekit import (
     usage_from_row as usage_from_row,
@@ -24,14 +30,9 @@ from hermes_core.storekit import (
 from hermes_hookspecs.messages import Message, content_text
 from hermes_hookspecs.records import (
     NewMessage,
-    SessionRecord,
     StoredMessage,
 )
 
-SESSION_COLUMNS = (
-    "id, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at, "
-    "updated_at, ended_at, system_prompt_hash, tools_hash, compression_count"
-)
 MESSAGE_COLUMNS = (
     "id, session_id, position, role, kind, content, content_parts, tool_calls, tool_call_id, "
     "name, summary, provider_item, api_content, token_count, turn_id, origin_id, active, "
@@ -43,43 +44,6 @@ INSERT_MESSAGE = (
     "turn_id, origin_id, origin_root, active, compacted, created_at, fts_cap, annotations) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)"
 )
-
-
-def session_from_row(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
-    (
-        sid,
-        title,
-        cwd,
-        goal,
-        routing,
-        model,
-        provider,
-        parent_id,
-        end_reason,
-        created_at,
-        updated_at,
-        ended_at,
-        prompt_hash,
-        tools_hash,
-        compressions,
-    ) = tuple(row)
-    return SessionRecord(
-        id=sid,
-        title=title,
-        cwd=cwd,
-        goal=goal,
-        routing=json.loads(routing),
-        model=model,
-        provider=provider,
-        parent_id=parent_id,
-        end_reason=end_reason,
-        created_at=created_at,
-        updated_at=updated_at,
-        ended_at=ended_at,
-        system_prompt_hash=prompt_hash,
-        tools_hash=tools_hash,
-        compression_count=compressions,
-    )
 
 
 def message_values(
