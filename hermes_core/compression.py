@@ -200,21 +200,27 @@ def run_compression(
         continuing = continuing.model_copy(update={"id": child.id, "parent_id": record.id})
     # the prompt is rebuilt for the session that continues before the commit, and its
     # hashes (and new routing) are written in the commit's transaction
+    # (building it initialises the memory providers for that session)
     prompt = s.stage_prompt(continuing)
-    commit = store.archive_and_compact(
-        s.id,
-        new_messages,
-        watermark=max(row.id for row in rows),
-        lease=turn.lease,
-        in_place=in_place,
-        child=child,
-        event=event,
-        update=ContinuationUpdate(
-            system_prompt_hash=prompt.prompt_hash,
-            tools_hash=prompt.tools_hash,
-            routing=continuing.routing if routing and in_place else None,
-        ),
-    )
+    try:
+        commit = store.archive_and_compact(
+            s.id,
+            new_messages,
+            watermark=max(row.id for row in rows),
+            lease=turn.lease,
+            in_place=in_place,
+            child=child,
+            event=event,
+            update=ContinuationUpdate(
+                system_prompt_hash=prompt.prompt_hash,
+                tools_hash=prompt.tools_hash,
+                routing=continuing.routing if routing and in_place else None,
+            ),
+        )
+    except BaseException:
+        if child is not None:  # the child was never created: memory serves the parent again
+            s._init_memory(hermes, record)
+        raise
     old_id = s.id
     if commit.child_session_id:
         # take the child's lease before handing the parent's back: no moment without one

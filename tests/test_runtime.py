@@ -22,6 +22,8 @@ from hermes_hookspecs import (
     ImportedConversation,
     Importer,
     Layer,
+    LeaseLost,
+    Message,
     NewMessage,
     PluginError,
     PromptBlock,
@@ -588,3 +590,71 @@ def test_a_prompt_that_crowds_the_threshold_is_reported_once(
         assert len(warnings) == 1 and big.id in warnings[0] and small.id not in warnings[0]
     finally:
         host.close()
+
+
+def test_a_failed_rotation_leaves_memory_on_the_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_core.runtime import Session
+
+    host = make_host(tmp_path, Recorder(), compression={"engine": "keep-last", "in_place": False})
+    try:
+        session = host.new_session(cwd=str(tmp_path))
+        for i in range(2):
+            with session.turn() as turn:
+                turn.prepare(f"question {i}")
+                turn.record_response({"role": "assistant", "content": f"answer {i}"})
+                turn.commit()
+        initialised: list[str] = []
+        real_init = Session._init_memory
+
+        def spy(hermes: Any, record: Any) -> None:
+            initialised.append(record.id)
+            real_init(hermes, record)
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise LeaseLost("simulated: the lease moved on during the commit")
+
+        monkeypatch.setattr(Session, "_init_memory", staticmethod(spy))
+        monkeypatch.setattr(host.store(), "archive_and_compact", refuse)
+        with pytest.raises(LeaseLost):
+            session.compress()
+        assert len(initialised) == 2 and initialised[0] != session.id  # staged for the child
+        assert initialised[-1] == session.id  # ... then back on the parent
+        assert host.store().get_session(session.id).end_reason is None
+    finally:
+        host.close()
+
+
+def test_annotations_from_two_plugins_merge_and_a_shared_key_is_refused(tmp_path: Path) -> None:
+    class First:
+        @hookimpl
+        def annotate_message(self, message, settings):  # type: ignore[no-untyped-def]
+            return {"first": len(message.text())}
+
+    class Second:
+        @hookimpl
+        def annotate_message(self, message, settings):  # type: ignore[no-untyped-def]
+            return {"second": message.role}
+
+    class Clash:
+        @hookimpl
+        def annotate_message(self, message, settings):  # type: ignore[no-untyped-def]
+            return {"first": "mine too"}
+
+    class NotADict:
+        @hookimpl
+        def annotate_message(self, message, settings):  # type: ignore[no-untyped-def]
+            return ["first"]
+
+    message = Message(role="user", content="hello")
+    host = Hermes(settings_from({}), plugins=[First(), Second()], load_entrypoints=False)
+    assert host.annotate(message) == {"first": 5, "second": "user"}
+    host.close()
+    for extra, pattern in ((Clash(), "returned by both"), (NotADict(), "expected a dict")):
+        host = Hermes(settings_from({}), plugins=[First(), extra], load_entrypoints=False)
+        try:
+            with pytest.raises(PluginError, match=pattern):
+                host.annotate(message)
+        finally:
+            host.close()
