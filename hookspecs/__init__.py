@@ -82,12 +82,14 @@ from .records import (
 from .redaction import RedactionRule
 from .store import SessionStore
 from .tokens import TokenCounter
+from .tools import AgentTool, ToolContext
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PROJECT_NAME",
     "SUMMARY_BEGIN",
     "SUMMARY_END",
+    "AgentTool",
     "CompactionBackend",
     "CompactionBackendError",
     "CompactionCommit",
@@ -144,6 +146,7 @@ __all__ = [
     "TailStrategy",
     "TokenCounter",
     "ToolCall",
+    "ToolContext",
     "ToolFunction",
     "TurnRecord",
     "UnknownNameError",
