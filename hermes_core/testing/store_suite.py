@@ -553,6 +553,7 @@ class SessionStoreSuite:
         assert view[1].origin_id == old[1].id
         assert store.get_messages([late[0].id])[0].annotations == {"suite": "late"}
 
+    @pytest.mark.parametrize("in_place", [True, False])
     def test_harness_flag_round_trips_and_is_carried(
         self, store: SessionStore, in_place: bool
     ) -> None:
