@@ -1,0 +1,157 @@
+"""Search with context: store hits opened into the places they sit in a session.
+
+:func:`search_with_context` is what a recovery tool, ``hermes-core sessions
+search`` and the replay's one-search scoring call: one store search over a
+set of sessions (a session and its rotation ancestors), each hit returned with
+its neighbouring stored messages in write order. Hits whose windows overlap
+are one place: the window is merged and counts once against ``limit``, so
+five results are five distinct places in the history.
+
+:func:`content_words` is the query an agent would type for a question (the
+rule of the recall probes), and :func:`message_text` the text of a message a
+reader sees (content, tool-call names, raw arguments and their decoded
+string values).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hermes_hookspecs.messages import Message, content_text
+from hermes_hookspecs.records import SearchHit, StoredMessage
+from hermes_hookspecs.store import SessionStore
+
+__all__ = [
+    "STOPWORDS",
+    "SearchResult",
+    "content_words",
+    "message_text",
+    "search_with_context",
+]
+
+_STOPWORD_TEXT = """
+a an the of to in on at for by with from what which who whom whose when where why how did does do
+was were is are be been being that this these those it its into than then there their they them his
+her agent user users asked ask tell said say says first last later again exact exactly name named
+about after before while during under over as or and not no yes can could would should will may
+might get got make made use used using run ran report reported show shown kind via per
+"""
+#: Common words a query for a question leaves out (the recall probes' list).
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_QUERY_WORD = re.compile(r"[A-Za-z0-9_./'-]+")
+
+
+def content_words(question: str, k: int = 8) -> list[str]:
+    """The words of ``question`` worth searching for: no common words, none under
+    three characters, the first ``k`` kept (the recall probes' query rule)."""
+    words = [
+        word
+        for word in _QUERY_WORD.findall(question)
+        if word.lower().strip("'") not in STOPWORDS and len(word) > 2
+    ]
+    return words[:k]
+
+
+def _string_leaves(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _string_leaves(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _string_leaves(item, out)
+
+
+def message_text(message: Message) -> str:
+    """What a reader sees of ``message``: its content, then for each tool call the
+    function name, the raw ``arguments`` string and the decoded string values of
+    those arguments (so text escaped inside the JSON is found as written)."""
+    parts = [content_text(message.content)]
+    for call in message.tool_calls or []:
+        parts.append(call.function.name)
+        parts.append(call.function.arguments)
+        try:
+            decoded = json.loads(call.function.arguments)
+        except ValueError:
+            continue
+        _string_leaves(decoded, parts)
+    return "\n".join(part for part in parts if part)
+
+
+class SearchResult(BaseModel):
+    """One place in a session's history that a search found.
+
+    ``hit`` is the best-ranked hit of the place and ``message`` its stored
+    row; ``before`` and ``after`` are the stored messages around it in write
+    order, within the same session. When the windows of several hits overlap
+    they are merged into this one place: ``hits`` lists every hit inside it,
+    best first (``hits[0] is hit``), and the window spans all of them plus
+    ``neighbours`` messages on either side.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    hit: SearchHit
+    message: StoredMessage
+    before: list[StoredMessage]
+    after: list[StoredMessage]
+    hits: list[SearchHit]
+
+    @property
+    def window(self) -> list[StoredMessage]:
+        """Every message of the place, in write order."""
+        return [*self.before, self.message, *self.after]
+
+    def text(self) -> str:
+        """The text of the whole window (:func:`message_text` of each message)."""
+        return "\n\x00\n".join(message_text(row.message) for row in self.window)
+
+
+def search_with_context(
+    store: SessionStore,
+    query: str,
+    *,
+    session_ids: Sequence[str],
+    limit: int = 5,
+    neighbours: int = 1,
+    include_compacted: bool = True,
+) -> list[SearchResult]:
+    """Search ``session_ids`` for ``query`` and open each hit with its neighbours.
+
+    :param store: the session store to search.
+    :param query: plain text (search syntax in it is text, never operators).
+    :param session_ids: the sessions to search, e.g. a session and its
+        rotation ancestors; no row of any other session is returned.
+    :param limit: at most this many places (merged windows), best first.
+    :param neighbours: stored messages shown before and after each hit.
+    :param include_compacted: also search (and show) compacted history.
+    :return: up to ``limit`` results, best first.
+    """
+    if limit <= 0 or not session_ids or not query.strip():
+        return []
+    hits: list[SearchHit] = []
+    for sid in dict.fromkeys(session_ids):
+        hits.extend(
+            store.search(query, session_id=sid, include_compacted=include_compacted, limit=limit)
+        )
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    results: list[SearchResult] = []
+    for hit in hits[:limit]:
+        around = store.message_context(hit.message_id, before=neighbours, after=neighbours)
+        at = next(i for i, row in enumerate(around) if row.id == hit.message_id)
+        results.append(
+            SearchResult(
+                hit=hit,
+                message=around[at],
+                before=around[:at],
+                after=around[at + 1 :],
+                hits=[hit],
+            )
+        )
+    return results
