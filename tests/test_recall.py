@@ -1,0 +1,303 @@
+"""hermes_core.recall agrees with the reference scorer beside the probes.
+
+The reference, ``transcripts/probes/recall.py``, is imported by path, as the data
+folder ships it. Both scorers are run on the real message lists of the three probed
+sessions (as our importers and as the reference importer make them), on truncations
+of those lists and on the edge cases the scoring rules name.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from hermes_core import recall
+from hermes_core.errors import ImportFormatError
+from hermes_plugin_importers import builtin_importers, detect_importer
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBES = ROOT / "transcripts" / "probes"
+SESSIONS = {
+    "entireio-cli-38ecf75f2f1d": ROOT
+    / "transcripts/claude-code/entireio-cli-38ecf75f2f1d.jsonl.gz",
+    "entireio-git-sync-07ebffc93812": ROOT
+    / "transcripts/codex-rollout/entireio-git-sync-07ebffc93812.jsonl.gz",
+    "entireio-git-sync-516fe4e51170": ROOT
+    / "transcripts/claude-code/entireio-git-sync-516fe4e51170.jsonl.gz",
+}
+
+
+def _load_by_path(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def ref() -> Any:
+    """The reference scorer (it puts its own folder on sys.path; undone afterwards)."""
+    saved = list(sys.path)
+    try:
+        module = _load_by_path("reference_recall", PROBES / "recall.py")
+        yield module
+    finally:
+        sys.path[:] = saved
+        sys.modules.pop("reference_importer", None)
+
+
+@pytest.fixture(scope="module")
+def ours_imported() -> dict[str, list[dict[str, Any]]]:
+    """Each session as our importer makes it (first conversation: the main thread)."""
+    importers = builtin_importers()
+    out = {}
+    for name, path in SESSIONS.items():
+        conversation = detect_importer(path, importers).load(path)[0]
+        out[name] = [message.to_api() for message in conversation.messages]
+    return out
+
+
+@pytest.fixture(scope="module")
+def ref_imported(ref: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each session as the reference importer makes it (the list ``message_index`` counts in)."""
+    folder = tmp_path_factory.mktemp("ref-import")
+    out = {}
+    for name, path in SESSIONS.items():
+        plain = folder / f"{name}.jsonl"
+        plain.write_bytes(gzip.decompress(path.read_bytes()))
+        out[name] = ref.import_transcript(plain)
+    return out
+
+
+def probes_of(name: str) -> list[recall.Probe]:
+    return recall.load_probes(PROBES / f"{name}.json")
+
+
+def raw_probes(name: str) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads((PROBES / f"{name}.json").read_text(encoding="utf-8"))
+    return data
+
+
+def assert_same_score(ref: Any, messages: list[dict[str, Any]], name: str) -> recall.RecallScore:
+    ours = recall.closed_book(messages, probes_of(name))
+    theirs = ref.score(messages, raw_probes(name))
+    assert ours.recall == theirs["recall"]
+    assert ours.hits == theirs["hits"]
+    assert ours.misses == theirs["misses"]
+    return ours
+
+
+# -- real message lists --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_message_text_equals_reference_on_every_message(
+    ref: Any, ours_imported: dict[str, Any], ref_imported: dict[str, Any], name: str
+) -> None:
+    for messages in (ours_imported[name], ref_imported[name]):
+        for index, message in enumerate(messages):
+            assert recall.message_text(message) == ref.message_text(message), index
+        assert recall.messages_text(messages) == ref.messages_text(messages)
+
+
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_closed_book_agrees_on_sessions_and_truncations(
+    ref: Any, ours_imported: dict[str, Any], ref_imported: dict[str, Any], name: str
+) -> None:
+    for messages in (ours_imported[name], ref_imported[name]):
+        assert assert_same_score(ref, messages, name).recall == 1.0
+        n = len(messages)
+        recalls = set()
+        for tenth in range(1, 10):
+            cut = n * tenth // 10
+            recalls.add(assert_same_score(ref, messages[:cut], name).recall)
+            recalls.add(assert_same_score(ref, messages[cut:], name).recall)
+            recalls.add(assert_same_score(ref, [messages[0], *messages[cut:]], name).recall)
+        # the truncations really exercise partial recall, not only 0 and 1
+        assert len(recalls - {0.0, 1.0}) >= 3
+
+
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_probe_rules_hold_on_the_reference_import(ref_imported: dict[str, Any], name: str) -> None:
+    """message_index is the first message with an answer and the last 30% answers nothing."""
+    messages = ref_imported[name]
+    cut = int(len(messages) * 0.7)
+    assert recall.closed_book(messages[cut:], probes_of(name)).recall == 0.0
+    texts = [recall.message_text(m) for m in messages]
+    for probe in probes_of(name):
+        first = next(i for i, text in enumerate(texts) if probe.hit(text))
+        assert first == probe.message_index, probe.id
+        assert recall.closed_book(messages[: first + 1], [probe]).hits == [probe.id]
+        assert recall.closed_book(messages[:first], [probe]).misses == [probe.id]
+
+
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_content_words_equal_reference_on_every_question(ref: Any, name: str) -> None:
+    for probe in probes_of(name):
+        words = recall.content_words(probe.question)
+        assert words == ref.content_words(probe.question), probe.id
+        assert 0 < len(words) <= recall.QUERY_WORDS
+        assert probe.query() == " ".join(words)
+
+
+# -- edge cases the rules name -------------------------------------------------------------------
+PROBE = recall.Probe(
+    id="p1", question="q?", answers=['say "hi"\n\\done'], kind="command", message_index=0
+)
+EDGE_MESSAGES: list[dict[str, Any]] = [
+    {
+        "role": "user",
+        "content": [{"type": "text", "text": "part one"}, "bare", {"content": "inner"}],
+    },
+    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+    {"role": "assistant", "content": {"text_summary": "a summary dict"}},
+    {"role": "assistant", "content": 42},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {
+                    "name": "exec_command",
+                    "arguments": json.dumps({"cmd": ["echo", 'say "hi"\n\\done'], "n": 3}),
+                },
+            },
+            {
+                "id": "c2",
+                "type": "function",
+                "function": {"name": "raw", "arguments": "not json {"},
+            },
+            {"id": "c3", "type": "function", "function": {"name": "obj", "arguments": {"k": "v"}}},
+            {"id": "c4", "type": "function", "function": {"name": "none", "arguments": None}},
+            {
+                "id": "c5",
+                "type": "function",
+                "function": {"name": "esc", "arguments": '"\\u00e9t\\u00e9"'},
+            },
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "",
+        "name": "ignored-key",
+        "_flag": "ignored",
+    },
+]
+
+
+def test_edge_cases_equal_reference(ref: Any) -> None:
+    for message in EDGE_MESSAGES:
+        assert recall.message_text(message) == ref.message_text(message)
+    tool_call = recall.message_text(EDGE_MESSAGES[4])
+    assert 'say "hi"\n\\done' in tool_call  # a decoded string leaf
+    assert "été" in tool_call  # a decoded JSON string (escapes undone)
+    assert '{"k": "v"}' in tool_call  # non-string arguments are JSON-encoded
+    assert "exec_command" in tool_call and "not json {" in tool_call
+    assert recall.message_text(EDGE_MESSAGES[0]) == "part one\nbare\ninner"
+    assert recall.message_text(EDGE_MESSAGES[1]) == ""
+    assert recall.message_text(EDGE_MESSAGES[5]) == ""  # name and other keys are ignored
+
+
+def test_decoded_leaves_are_what_match_an_escaped_answer(ref: Any) -> None:
+    """The answer is only in the decoded arguments, never in the raw JSON (nor in the content)."""
+    call_only = [EDGE_MESSAGES[4]]
+    assert PROBE.answers[0] not in call_only[0]["tool_calls"][0]["function"]["arguments"]
+    score = recall.closed_book(call_only, [PROBE])
+    assert score.hits == ["p1"] and score.recall == 1.0
+    assert ref.score(call_only, [PROBE.model_dump()])["hits"] == ["p1"]
+
+
+def test_an_answer_never_spans_two_messages(ref: Any) -> None:
+    probe = recall.Probe(
+        id="p", question="q", answers=["alpha beta"], kind="number", message_index=0
+    )
+    split = [{"role": "user", "content": "alpha"}, {"role": "assistant", "content": " beta"}]
+    assert recall.closed_book(split, [probe]).misses == ["p"]
+    assert ref.score(split, [probe.model_dump()])["misses"] == ["p"]
+
+
+def test_match_is_case_sensitive_and_any_answer_counts(ref: Any) -> None:
+    probe = recall.Probe(
+        id="p", question="q", answers=["NAK", "channel x"], kind="error", message_index=0
+    )
+    assert recall.closed_book([{"role": "user", "content": "nak"}], [probe]).recall == 0.0
+    assert recall.closed_book([{"role": "user", "content": "on channel x"}], [probe]).recall == 1.0
+    assert recall.closed_book([], [probe]).misses == ["p"]
+    assert recall.closed_book([{"role": "user", "content": "x"}], []).recall == 0.0
+    assert ref.score([], [])["recall"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What's the agent's 'exact' path of ./cmd/entire/main.go, and v1.2.3-rc?",
+        "Why did it ask for A B CD or to_do_list in foo_bar?",
+        "one two three four five six seven eight nine ten eleven",
+        "",
+        "   ",
+        "日本語 only",
+    ],
+)
+def test_content_words_edge_cases(ref: Any, question: str) -> None:
+    assert recall.content_words(question) == ref.content_words(question)
+    assert recall.content_words(question, k=3) == ref.content_words(question, k=3)
+
+
+# -- loading -------------------------------------------------------------------------------------
+def test_load_probes_reads_every_field() -> None:
+    probes = probes_of("entireio-git-sync-516fe4e51170")
+    assert len(probes) == 20
+    assert [p.model_dump() for p in probes] == raw_probes("entireio-git-sync-516fe4e51170")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("{not json", "probes file"),
+        ('{"id": "x"}', "list"),
+        (
+            '[{"id": "a", "question": "q", "answers": [], "kind": "path", "message_index": 0}]',
+            "0.answers",
+        ),
+        (
+            '[{"id": "a", "question": "q", "answers": ["x"], "kind": "colour",'
+            ' "message_index": 0}]',
+            "0.kind",
+        ),
+        (
+            '[{"id": "a", "question": "q", "answers": ["x"], "kind": "path", "message_index": -1}]',
+            "0.message_index",
+        ),
+        ('[{"id": "a", "question": "q", "answers": ["x"], "kind": "path"}]', "0.message_index"),
+        (
+            '[{"id": "a", "question": "q", "answers": ["x"], "kind": "path", "message_index": 0,'
+            ' "extra": 1}]',
+            "0.extra",
+        ),
+        (
+            '[{"id": "a", "question": "q", "answers": ["x"], "kind": "path", "message_index": 0},'
+            ' {"id": "a", "question": "r", "answers": ["y"], "kind": "sha", "message_index": 1}]',
+            "duplicate probe id 'a'",
+        ),
+    ],
+)
+def test_load_probes_names_what_is_wrong(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ImportFormatError) as info:
+        recall.load_probes(path)
+    assert needle in str(info.value) and str(path) in str(info.value)
+
+
+def test_load_probes_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ImportFormatError, match=r"no-such\.json"):
+        recall.load_probes(tmp_path / "no-such.json")
