@@ -322,6 +322,12 @@ def measure_theirs(
     threshold = result["config"]["threshold_tokens"]
     done = [e for e in result["events"] if e["progressed"]]
     ratios = [e["tokens_after"] / threshold for e in done] if threshold else []
+    fallbacks = sum(1 for e in done if e.get("fallback_used"))
+    if (seam == "fallback") != (fallbacks == len(done)) and done:
+        raise RuntimeError(
+            f"hermes-agent replay, seam {seam}: {fallbacks} of {len(done)} compactions used "
+            "its deterministic fallback (the seam did not take effect as intended)"
+        )
     return Kept(
         system="hermes-agent fallback" if seam == "fallback" else "hermes-agent stub",
         closed_book=closed_book(final, probes),
@@ -336,7 +342,7 @@ def measure_theirs(
             "threshold_tokens": threshold,
             "after_ratios_rough": [round(r, 4) for r in ratios],
             "guards_at_end": result["guards_at_end"],
-            "fallbacks": sum(1 for e in done if e.get("fallback_used")),
+            "fallbacks": fallbacks,
             "token_counter_for_ratios": result["token_counter"],
         },
     )

@@ -301,3 +301,82 @@ def test_load_probes_names_what_is_wrong(tmp_path: Path, text: str, needle: str)
 def test_load_probes_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ImportFormatError, match=r"no-such\.json"):
         recall.load_probes(tmp_path / "no-such.json")
+
+
+# -- the recall benchmark's own measurements (benchmarks/recall.py) -----------------------------
+def _bench() -> Any:
+    if str(ROOT) not in sys.path:  # ``benchmarks`` is a package at the repo root, not installed
+        sys.path.insert(0, str(ROOT))
+    import benchmarks.recall as bench
+
+    return bench
+
+
+def test_keep_user_turns_baseline_on_a_real_session() -> None:
+    bench = _bench()
+    from benchmarks.transcript_inputs import counter, load, replay_order
+
+    tokens = counter()
+    messages = replay_order(load("codex-rollout/entireio-git-sync-07ebffc93812.jsonl.gz"))
+    everything = bench.keep_user_turns(messages, 10**9, tokens)
+    users = [m for m in messages if m.role == "user"]
+    assert [m for m in everything if m["role"] == "user"] == [
+        {"role": "user", "content": m.text()} for m in users
+    ]
+    assert all("tool_calls" not in m and m["role"] != "tool" for m in everything)
+    answers = [m for m in everything if m["role"] == "assistant"]
+    assert 0 < len(answers) <= len(users)
+    small = bench.keep_user_turns(messages, 8_000, tokens)
+    size = sum(tokens.count_message(bench.Message.from_api(m)) for m in small)
+    assert size <= 8_000 < sum(tokens.count_message(bench.Message.from_api(m)) for m in everything)
+    # the newest fit: the small list is the system prompt plus a suffix of the full one
+    assert small[0]["role"] == "system" and small[0] == everything[0]
+    assert small[1:] == everything[len(everything) - len(small) + 1 :]
+
+
+def test_one_search_counts_a_hit_and_its_neighbours_only(tmp_path: Path) -> None:
+    bench = _bench()
+    from hermes_core.config import settings_from
+    from hermes_core.host import Hermes
+    from hermes_hookspecs import Message, NewMessage, NewSession
+
+    db = tmp_path / "s.db"
+    hermes = Hermes(settings_from({"session": {"path": str(db)}}))
+    try:
+        store = hermes.store()
+        session = store.create_session(NewSession(title="t"))
+        other = store.create_session(NewSession(title="other"))
+        texts = [
+            "far answer FAR-123",
+            "filler one",
+            "near answer NEAR-456",
+            "the zebra quokka discussion",
+            "filler two",
+            "filler three",
+        ]
+        store.append_messages(
+            session.id,
+            [
+                NewMessage(message=Message(role="user" if i % 2 == 0 else "assistant", content=t))
+                for i, t in enumerate(texts)
+            ],
+        )
+        store.append_messages(
+            other.id, [NewMessage(message=Message(role="user", content="zebra quokka OTHER-789"))]
+        )
+    finally:
+        hermes.close()
+
+    def probe_for(answer: str) -> recall.Probe:
+        return recall.Probe(
+            id=answer,
+            question="What was in the zebra quokka discussion?",
+            answers=[answer],
+            kind="number",
+            message_index=0,
+        )
+
+    probes = [probe_for("NEAR-456"), probe_for("FAR-123"), probe_for("OTHER-789")]
+    score = bench.one_search(db, session.id, probes, tmp_path)
+    assert score.hits == ["NEAR-456"]  # the neighbour before the hit
+    assert score.misses == ["FAR-123", "OTHER-789"]  # two away; another session's row
