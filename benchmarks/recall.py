@@ -259,18 +259,18 @@ def measure_ours(
     if reported_closed is not None:
         detail["report_closed_book_recall"] = reported_closed
         detail["closed_book_agrees"] = abs(reported_closed - score.recall) < 1e-9
+    measured = one_search(Path(report["_bench"]["db"]), report["session_id"], probes, folder)
+    detail["benchmark_one_search"] = json.loads(measured.model_dump_json())
+    searched, source = measured, "benchmark (store.search + message_context)"
     reported_search = _reported(report.get("one_search_recall"))
     if reported_search is not None:
-        searched = RecallScore(recall=reported_search)
         raw = report.get("one_search_recall")
-        if isinstance(raw, dict):
-            searched = RecallScore(
-                recall=reported_search, hits=raw.get("hits", []), misses=raw.get("misses", [])
-            )
-        source = "replay report"
-    else:
-        searched = one_search(Path(report["_bench"]["db"]), report["session_id"], probes, folder)
-        source = "benchmark, store.search + message_context"
+        searched = RecallScore(
+            recall=reported_search,
+            hits=raw.get("hits", []) if isinstance(raw, dict) else [],
+            misses=raw.get("misses", []) if isinstance(raw, dict) else [],
+        )
+        source = f"replay report (benchmark's own search: {measured.recall:.2f})"
     threshold = report["threshold_tokens"]
     compressions = report["compressions"]
     ratios = [c["tokens_after"] / threshold for c in compressions] if threshold else []
@@ -401,6 +401,13 @@ def _size(kept: Kept) -> str:
     return f"{kept.chars / 1000:.0f}K ch / {kept.tokens / 1000:.1f}K tok{over}"
 
 
+def _recall_text(kept: Kept | None) -> str:
+    """A closed-book figure, flagged when the context it comes from does not fit the window."""
+    if kept is None:
+        return "n/a"
+    return f"{kept.closed_book.recall:.2f}" + (" OVER WINDOW" if kept.over_window else "")
+
+
 def section_rows(cases: Sequence[Case]) -> list[Row]:
     """The recall rows of the comparison table, with the issue's targets."""
     rows: list[Row] = []
@@ -420,13 +427,13 @@ def section_rows(cases: Sequence[Case]) -> list[Row]:
                 unit=f"of {case.probes}",
                 ours=ours.closed_book.recall,
                 theirs=theirs.closed_book.recall if theirs else None,
-                theirs_text=None if theirs else "n/a",
+                theirs_text=_recall_text(theirs),
                 baseline=f"{HERMES_AGENT_SPEC.replace('==', ' ')}"
-                + (", its fallback handoff" if theirs and theirs is not stub else ""),
+                + (" fallback" if theirs and theirs is not stub else ""),
                 target=Target(on="ours", op=">=", value=goal, text=f">= {goal:.2f}", source=SOURCE)
                 if goal is not None
                 else None,
-                note="; ".join(f"{k.system} {k.closed_book.recall:.2f}" for k in others)
+                note="; ".join(f"{k.system} {_recall_text(k)}" for k in others)
                 + f"; ours missed {', '.join(ours.closed_book.misses) or 'none'}",
             ).finish()
         )

@@ -380,3 +380,26 @@ def test_one_search_counts_a_hit_and_its_neighbours_only(tmp_path: Path) -> None
     score = bench.one_search(db, session.id, probes, tmp_path)
     assert score.hits == ["NEAR-456"]  # the neighbour before the hit
     assert score.misses == ["FAR-123", "OTHER-789"]  # two away; another session's row
+
+
+@pytest.mark.bench
+def test_recall_benchmark_runs_alone(tmp_path: Path) -> None:
+    """``python -m benchmarks.recall`` on one session and window (needs the reference venv)."""
+    import subprocess
+
+    out = tmp_path / "recall.json"
+    args = ["--sessions", "entireio-cli-38ecf75f2f1d", "--windows", "128000", "--json", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.recall", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "closed-book recall, cli-38ec 128K" in proc.stdout
+    (case,) = json.loads(out.read_text())["section"]["detail"]["cases"]
+    systems = {kept["system"]: kept for kept in case["systems"]}
+    assert set(systems) == {"ours", "hermes-agent fallback", "hermes-agent stub", "keep-user-turns"}
+    assert systems["ours"]["one_search"] is not None and systems["ours"]["compactions"] >= 1
