@@ -162,8 +162,8 @@ def rank(candidates: Iterable[Candidate], terms: Iterable[str], limit: int) -> l
     """The best ``limit`` hits of ``candidates``, best first, one per family.
 
     A candidate that covers no term (the index's match was only a trigram
-    coincidence) is dropped. The same message offered twice keeps its best
-    relevance.
+    coincidence) is dropped. The same message offered twice keeps the first
+    relevance offered (stores offer their every-term pass first).
     """
     matcher = TermMatcher(terms)
     merged: dict[int, Candidate] = {}
@@ -173,7 +173,7 @@ def rank(candidates: Iterable[Candidate], terms: Iterable[str], limit: int) -> l
             merged[cand.message_id] = cand
             continue
         seen.all_words = seen.all_words or cand.all_words
-        if cand.relevance is not None and (seen.relevance or -1.0) < cand.relevance:
+        if seen.relevance is None:
             seen.relevance = cand.relevance
     best: dict[int, tuple[tuple[float, int, int], Candidate]] = {}
     for cand in merged.values():
