@@ -221,6 +221,7 @@ def _places(
         if joined is not None:
             joined.absorb(hit, rows)
             continue
-        if len(places) < limit:
-            places.append(_Place(hit, rows))
+        places.append(_Place(hit, rows))
+        if len(places) >= limit:
+            break
     return places

@@ -16,10 +16,11 @@ decides the order, so both stores answer a query the same way.
   ``数据库`` by ``我们的数据库很大``.
 * **Order.** Rows covering every term come first (score in ``[1, 2)``), then
   rows covering some (score in ``[0, 1)``). Within a tier the score grows
-  with the store's text relevance (bm25, ``ts_rank``) multiplied by
-  ``1 + covered / terms``, so of two rows the index rates alike the one
-  covering more distinct terms wins; a row found only as a substring has a
-  small relevance of its own (:func:`substring_relevance`).
+  with the store's text relevance (bm25, ``ts_rank``) as a fraction of the
+  tier's best, multiplied by ``1 + covered / terms``, so of two rows the
+  index rates alike the one covering more distinct terms wins; word matches
+  rank above rows found only as substrings that cover as many terms
+  (:func:`scores`, :func:`substring_relevance`).
 * **Once per family.** A row carried forward by compaction and its origin
   share a root (``origin_root``); only the best of them is reported, the
   active copy on a tie.
@@ -40,7 +41,8 @@ MAX_TERMS = 32
 MAX_TERM_CHARS = 256
 #: characters of text shown around the first term found
 SNIPPET_RADIUS = 60
-_WORD = re.compile(r"\w+", re.UNICODE)
+#: a word, as the word indexes split text: a run of letters and digits
+_WORD = re.compile(r"[^\W_]+")
 _WORDISH = re.compile(r"\w", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 
@@ -60,13 +62,22 @@ def has_word(term: str) -> bool:
     return bool(_WORDISH.search(term))
 
 
+_COMBINING: dict[int, None] | None = None
+
+
+def _combining() -> dict[int, None]:
+    global _COMBINING
+    if _COMBINING is None:
+        _COMBINING = {cp: None for cp in range(0x10000) if unicodedata.combining(chr(cp))}
+    return _COMBINING
+
+
 def fold(text: str) -> str:
     """Lower case without diacritics (``Café`` -> ``cafe``), as the word indexes compare."""
     lowered = text.lower()
-    if lowered.isascii():
+    if lowered.isascii() or unicodedata.is_normalized("NFKD", lowered):
         return lowered
-    decomposed = unicodedata.normalize("NFKD", lowered)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFKD", lowered).translate(_combining())
 
 
 class TermMatcher:
@@ -75,23 +86,28 @@ class TermMatcher:
     def __init__(self, terms: Iterable[str]) -> None:
         self.terms = tuple(terms)
         self._folded = [fold(term) for term in self.terms]
-        self._words = [" ".join(_WORD.findall(folded)) for folded in self._folded]
+        # a term that is not one plain word may also be covered by its words, apart:
+        # (first word, pattern of the words with anything but letters and digits between)
+        self._words: list[tuple[str, re.Pattern[str]] | None] = []
+        for folded in self._folded:
+            words = _WORD.findall(folded)
+            if not words or words == [folded]:  # the substring test says it all
+                self._words.append(None)
+                continue
+            pattern = r"[\W_]+".join(re.escape(w) for w in words)
+            self._words.append((words[0], re.compile(rf"(?<![^\W_]){pattern}(?![^\W_])")))
 
     def covered(self, text: str) -> list[bool]:
         """For each term, whether ``text`` covers it."""
         folded = fold(text)
-        words: str | None = None
-        out: list[bool] = []
-        for term, term_words in zip(self._folded, self._words, strict=True):
+        out = []
+        for term, words in zip(self._folded, self._words, strict=True):
             if term in folded:
                 out.append(True)
-                continue
-            if not term_words:
+            elif words is None or words[0] not in folded:
                 out.append(False)
-                continue
-            if words is None:
-                words = " " + " ".join(_WORD.findall(folded)) + " "
-            out.append(f" {term_words} " in words)
+            else:
+                out.append(words[1].search(folded) is not None)
         return out
 
     def count(self, text: str) -> int:
@@ -143,19 +159,41 @@ class Candidate:
     text: str
     relevance: float | None = None
     all_words: bool = False
+    covered: int | None = None  # filled in by rank()
 
 
-def score(candidate: Candidate, matcher: TermMatcher) -> float:
-    """The candidate's score (see the module docstring); larger is better."""
+def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
+    """The score of each candidate (see the module docstring); larger is better.
+
+    Relevance is compared within a tier as a fraction of the tier's best, so
+    the index's scale (bm25 against ``ts_rank``, a tiny or a huge corpus)
+    does not matter: a word match weighs ``0.5 + 0.5 * fraction``, a
+    substring-only match below ``0.5``, and either is multiplied by
+    ``1 + covered / terms``.
+    """
     total = max(1, len(matcher.terms))
-    covered = matcher.count(candidate.text)
-    every = candidate.all_words or covered >= total
-    if candidate.relevance is None:
-        relevance = substring_relevance(candidate.text, matcher.terms)
-    else:
-        relevance = max(0.0, candidate.relevance)
-    value = relevance * (1.0 + min(covered, total) / total)
-    return (1.0 if every else 0.0) + value / (1.0 + value)
+    facts = []
+    for cand in candidates:
+        if cand.covered is None:
+            cand.covered = matcher.count(cand.text)
+        covered = min(cand.covered, total)
+        every = cand.all_words or covered >= total
+        facts.append((every, covered, cand))
+    best = {True: 0.0, False: 0.0}
+    for every, _, cand in facts:
+        if cand.relevance is not None:
+            best[every] = max(best[every], cand.relevance)
+    out = []
+    for every, covered, cand in facts:
+        if cand.relevance is None:
+            weight = 5.0 * substring_relevance(cand.text, matcher.terms)
+        elif best[every] > 0:
+            weight = 0.5 + 0.5 * max(0.0, cand.relevance) / best[every]
+        else:
+            weight = 1.0
+        value = weight * (1.0 + covered / total)  # in [0, 2]
+        out.append((1.0 if every else 0.0) + value / 2.001)
+    return out
 
 
 def rank(candidates: Iterable[Candidate], terms: Iterable[str], limit: int) -> list[SearchHit]:
@@ -175,11 +213,17 @@ def rank(candidates: Iterable[Candidate], terms: Iterable[str], limit: int) -> l
         seen.all_words = seen.all_words or cand.all_words
         if seen.relevance is None:
             seen.relevance = cand.relevance
-    best: dict[int, tuple[tuple[float, int, int], Candidate]] = {}
     for cand in merged.values():
-        if cand.relevance is None and not cand.all_words and matcher.count(cand.text) == 0:
-            continue
-        key = (score(cand, matcher), int(cand.active), cand.message_id)
+        if cand.covered is None:
+            cand.covered = matcher.count(cand.text)
+    kept = [
+        cand
+        for cand in merged.values()
+        if cand.relevance is not None or cand.all_words or cand.covered
+    ]
+    best: dict[int, tuple[tuple[float, int, int], Candidate]] = {}
+    for cand, value in zip(kept, scores(kept, matcher), strict=True):
+        key = (value, int(cand.active), cand.message_id)
         held = best.get(cand.root)
         if held is None or held[0] < key:
             best[cand.root] = (key, cand)

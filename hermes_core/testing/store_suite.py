@@ -162,7 +162,7 @@ def texts(rows: list[StoredMessage]) -> list[str]:
     return [row.message.text() for row in rows]
 
 
-_WORDS = re.compile(r"\w+")
+_WORDS = re.compile(r"[^\W_]+")  # runs of letters and digits
 
 
 def covers(text: str, term: str) -> bool:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from hermes_core.searchkit import Candidate, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
@@ -157,7 +156,7 @@ class _Found:
         self.relevance: dict[int, float | None] = {}
         self.all_words: set[int] = set()
         self.full = False
-        self.rows: dict[int, tuple[Any, ...]] = {}  # fetched message rows, by id
+        self.rows: dict[int, Candidate] = {}  # fetched rows, by id
 
     def add(self, rows: list[tuple[int, float]], k: int, *, scored: bool, every: bool) -> None:
         self.full |= len(rows) >= k
@@ -248,31 +247,43 @@ def _rank(
     session_ids: Sequence[str] | None,
 ) -> list[SearchHit]:
     missing = [i for i in found.relevance if i not in found.rows]
+    allowed = None if session_ids is None else set(session_ids)
     for first in range(0, len(missing), 500):
         chunk = missing[first : first + 500]
-        for row in conn.execute(
+        for (
+            mid,
+            sid,
+            role,
+            content,
+            calls,
+            active,
+            compacted,
+            created_at,
+            root,
+            cap,
+        ) in conn.execute(
             "SELECT id, session_id, role, content, tool_calls, active, compacted, created_at, "
-            f"coalesce(origin_root, id) FROM messages WHERE id IN ({','.join('?' * len(chunk))})",
+            "coalesce(origin_root, id), fts_cap FROM messages "
+            f"WHERE id IN ({','.join('?' * len(chunk))})",
             chunk,
         ).fetchall():
-            found.rows[int(row[0])] = tuple(row)
-    allowed = None if session_ids is None else set(session_ids)
-    candidates = [
-        Candidate(
-            message_id=mid,
-            session_id=sid,
-            role=role,
-            active=bool(active),
-            compacted=bool(compacted),
-            created_at=created_at,
-            root=int(root),
-            text=search_text(content, calls),
-            relevance=found.relevance[mid],
-            all_words=mid in found.all_words,
-        )
-        for mid, sid, role, content, calls, active, compacted, created_at, root in (
-            found.rows[i] for i in found.relevance if i in found.rows
-        )
-        if allowed is None or sid in allowed
-    ]
+            if allowed is not None and sid not in allowed:
+                continue  # never a row of another session
+            found.rows[int(mid)] = Candidate(
+                message_id=int(mid),
+                session_id=sid,
+                role=role,
+                active=bool(active),
+                compacted=bool(compacted),
+                created_at=created_at,
+                root=int(root),
+                text=search_text(content, calls)[: int(cap)],  # what the indexes hold
+            )
+    candidates = []
+    for mid, relevance in found.relevance.items():
+        cand = found.rows.get(mid)
+        if cand is not None:
+            cand.relevance = relevance
+            cand.all_words = mid in found.all_words
+            candidates.append(cand)
     return rank(candidates, terms, limit)
