@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hermes_core.storekit import check_count
 from hermes_hookspecs.messages import Message, content_text
 from hermes_hookspecs.records import SearchHit, StoredMessage
 from hermes_hookspecs.store import SessionStore
@@ -113,45 +114,114 @@ class SearchResult(BaseModel):
         return "\n\x00\n".join(message_text(row.message) for row in self.window)
 
 
+#: a search asks the store for at most this many hits while filling ``limit`` places
+MAX_HITS = 400
+
+
 def search_with_context(
     store: SessionStore,
     query: str,
     *,
-    session_ids: Sequence[str],
+    session_ids: Sequence[str] | None,
     limit: int = 5,
     neighbours: int = 1,
     include_compacted: bool = True,
 ) -> list[SearchResult]:
     """Search ``session_ids`` for ``query`` and open each hit with its neighbours.
 
+    The store is asked for hits best first (:meth:`SessionStore.search`);
+    each opens a window of ``neighbours`` stored messages on either side, in
+    write order, within the hit's session. A hit whose window overlaps a
+    place already taken joins that place (its window widens) instead of
+    counting again, and more hits are asked for until ``limit`` distinct
+    places are filled or the store has no more.
+
     :param store: the session store to search.
     :param query: plain text (search syntax in it is text, never operators).
     :param session_ids: the sessions to search, e.g. a session and its
-        rotation ancestors; no row of any other session is returned.
-    :param limit: at most this many places (merged windows), best first.
+        rotation ancestors; no row of any other session is returned. ``None``
+        searches every session.
+    :param limit: at most this many places, best first.
     :param neighbours: stored messages shown before and after each hit.
-    :param include_compacted: also search (and show) compacted history.
+    :param include_compacted: also search compacted history; when false,
+        the neighbours shown are active rows too.
     :return: up to ``limit`` results, best first.
+    :raises ValidationError: a bad ``limit``, ``neighbours`` or scope (the
+        store's own checks apply to the query and the sessions).
     """
-    if limit <= 0 or not session_ids or not query.strip():
+    check_count(limit, "limit")
+    check_count(neighbours, "neighbours")
+    if limit == 0 or (session_ids is not None and len(session_ids) == 0):
         return []
-    hits: list[SearchHit] = []
-    for sid in dict.fromkeys(session_ids):
-        hits.extend(
-            store.search(query, session_id=sid, include_compacted=include_compacted, limit=limit)
+    wanted = limit * (2 * neighbours + 1)
+    while True:
+        hits = store.search(
+            query, session_ids=session_ids, include_compacted=include_compacted, limit=wanted
         )
-    hits.sort(key=lambda hit: hit.score, reverse=True)
-    results: list[SearchResult] = []
-    for hit in hits[:limit]:
-        around = store.message_context(hit.message_id, before=neighbours, after=neighbours)
-        at = next(i for i, row in enumerate(around) if row.id == hit.message_id)
-        results.append(
-            SearchResult(
-                hit=hit,
-                message=around[at],
-                before=around[:at],
-                after=around[at + 1 :],
-                hits=[hit],
-            )
+        places = _places(store, hits, limit, neighbours, include_compacted)
+        if len(places) >= limit or len(hits) < wanted or wanted >= MAX_HITS:
+            return [place.result() for place in places]
+        wanted = min(MAX_HITS, wanted * 2)
+
+
+class _Place:
+    """One place being filled: its hits (best first) and the rows of its window."""
+
+    def __init__(self, hit: SearchHit, rows: list[StoredMessage]) -> None:
+        self.hits = [hit]
+        self.rows = {row.id: row for row in rows}
+
+    def overlaps(self, session_id: str, rows: list[StoredMessage]) -> bool:
+        return self.hits[0].session_id == session_id and any(r.id in self.rows for r in rows)
+
+    def absorb(self, hit: SearchHit, rows: list[StoredMessage]) -> None:
+        self.hits.append(hit)
+        for row in rows:
+            self.rows.setdefault(row.id, row)
+
+    def result(self) -> SearchResult:
+        best = self.hits[0]
+        ordered = [self.rows[i] for i in sorted(self.rows)]
+        at = next(i for i, row in enumerate(ordered) if row.id == best.message_id)
+        return SearchResult(
+            hit=best,
+            message=ordered[at],
+            before=ordered[:at],
+            after=ordered[at + 1 :],
+            hits=list(self.hits),
         )
-    return results
+
+
+def _window(
+    store: SessionStore, hit: SearchHit, neighbours: int, include_compacted: bool
+) -> list[StoredMessage]:
+    """The hit's row and ``neighbours`` rows on either side, in write order."""
+    if include_compacted:
+        return store.message_context(hit.message_id, before=neighbours, after=neighbours)
+    reach = 4 * neighbours + 4  # compacted rows in between are skipped, not shown
+    rows = store.message_context(hit.message_id, before=reach, after=reach)
+    at = next(i for i, row in enumerate(rows) if row.id == hit.message_id)
+    earlier = [row for row in rows[:at] if row.active]
+    later = [row for row in rows[at + 1 :] if row.active]
+    shown_before = earlier[len(earlier) - neighbours :] if neighbours else []
+    return [*shown_before, rows[at], *later[:neighbours]]
+
+
+def _places(
+    store: SessionStore,
+    hits: list[SearchHit],
+    limit: int,
+    neighbours: int,
+    include_compacted: bool,
+) -> list[_Place]:
+    places: list[_Place] = []
+    for hit in hits:
+        rows = _window(store, hit, neighbours, include_compacted)
+        joined = next((p for p in places if p.overlaps(hit.session_id, rows)), None)
+        if joined is not None:
+            joined.absorb(hit, rows)
+            continue
+        places.append(_Place(hit, rows))
+        if len(places) >= limit:
+            break
+    return places
