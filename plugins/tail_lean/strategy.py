@@ -63,7 +63,7 @@ from .sections import (
 )
 
 #: the tail's upper bound never exceeds this share of the threshold
-TAIL_SHARE = 0.30
+TAIL_SHARE = 0.28
 LARGEST_EVICTED = 5
 
 
