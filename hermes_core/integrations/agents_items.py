@@ -79,7 +79,8 @@ def check_item(item: Any, index: int) -> Item:
         role = item.get("role")
         if role not in ROLES:
             raise _fail(
-                index, f"a message needs 'role' in {sorted(ROLES)}, got {role!r:.60} (item {kind!r})"
+                index,
+                f"a message needs 'role' in {sorted(ROLES)}, got {role!r:.60} (item {kind!r})",
             )
         content = item.get("content")
         if not isinstance(content, str | list):
@@ -164,9 +165,16 @@ def _message(items: Sequence[Item], role: str) -> Message:
         kind = item.get("type")
         if kind == "function_call":
             arguments = _arguments(item["arguments"])
-            calls.append(ToolCall(id=item["call_id"], function=ToolFunction(name=item["name"], arguments=arguments)))
+            calls.append(
+                ToolCall(
+                    id=item["call_id"],
+                    function=ToolFunction(name=item["name"], arguments=arguments),
+                )
+            )
         elif kind in CALL_OUTPUTS:
-            name = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else kind
+            name = (
+                item.get("name") if isinstance(item.get("name"), str) and item.get("name") else kind
+            )
             calls.append(ToolCall(id=item["call_id"], function=ToolFunction(name=str(name))))
     return Message(
         role="assistant", content="\n".join(texts) if texts else None, tool_calls=calls or None
@@ -277,9 +285,7 @@ def _fill(message: Message, rest: list[Item], slots: list[dict[str, Any]]) -> li
         if field == "content":
             item["content"] = message.content if message.content is not None else ""
         elif field == "output":
-            item["output"] = (
-                message.content if isinstance(message.content, str) else message.text()
-            )
+            item["output"] = message.content if isinstance(message.content, str) else message.text()
         elif field == "text":
             if slot["part"] < 0:
                 item["content"] = message.text()

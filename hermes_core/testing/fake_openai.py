@@ -860,7 +860,7 @@ class FakeOpenAIServer:
             "refusal": b.refusal,
             "annotations": [],
         }
-        finish = b.finish_reason
+        finish: str = b.finish_reason
         if b.tool_calls:
             message["tool_calls"] = _chat_tool_calls(b.tool_calls)
             finish = "tool_calls"
@@ -907,7 +907,7 @@ class FakeOpenAIServer:
             chunk({field: text[i : i + b.chunk_chars]}, None)
             for i in range(0, len(text), b.chunk_chars)
         ]
-        finish = b.finish_reason
+        finish: str = b.finish_reason
         if b.tool_calls:
             calls = _chat_tool_calls(b.tool_calls)
             chunks += [
