@@ -149,7 +149,7 @@ def _message(items: Sequence[Item], role: str) -> Message:
     """The canonical message of a row (what compression, summaries and search read)."""
     if role in ("user", "system"):
         (item,) = items
-        return Message(role=role, content=item["content"])  # type: ignore[arg-type]
+        return Message(role="user" if role == "user" else "system", content=item["content"])
     if role == "tool":
         (item,) = items
         output = item.get("output")

@@ -139,7 +139,7 @@ class HermesSession:
             page = store.list_sessions(limit=200, offset=offset)
             for record in page:
                 if record.parent_id == parent:
-                    return record.id
+                    return str(record.id)
             if len(page) < 200:
                 return None
             offset += 200
