@@ -50,12 +50,15 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs import (
+    AgentTool,
     CompactionEvent,
     LeaseLost,
     Message,
     NewMessage,
     NotFoundError,
     SearchHit,
+    ToolCall,
+    ToolFunction,
     TurnRecord,
 )
 
@@ -63,6 +66,7 @@ from ..tools import session_lineage
 from .agents_items import rows_to_items, to_messages
 
 try:
+    from agents import FunctionTool
     from agents.memory.session_settings import SessionSettings, resolve_session_limit
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
@@ -211,6 +215,48 @@ class HermesSession:
             hits.extend(store.search(query, session_id=sid, limit=limit))
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:limit]
+
+    def recall_tools(self) -> list[FunctionTool]:
+        """The registered framework tools (``session_search``, ``session_open``) as SDK tools.
+
+        Give them to the ``Agent`` so the model can follow the recovery
+        pointers a compaction leaves ("open it with session search: message
+        id 42")::
+
+            agent = Agent(name="helper", tools=[*my_tools, *session.recall_tools()])
+
+        Each call is answered by the tool's own ``run`` over this session and
+        the sessions it continues, within the toolbox's budget; a bad call is
+        answered with text saying what was wrong.
+        """
+        toolbox = self.hermes.toolbox()
+        return [self._function_tool(tool) for _, tool in sorted(toolbox.tools.items())]
+
+    def _function_tool(self, tool: AgentTool) -> FunctionTool:
+        function = tool.schema().get("function", {})
+
+        async def invoke(ctx: Any, arguments: str) -> str:
+            return await asyncio.to_thread(self._run_tool, tool.name, arguments or "{}")
+
+        return FunctionTool(
+            name=tool.name,
+            description=str(function.get("description", "")),
+            params_json_schema=dict(function.get("parameters") or {"type": "object"}),
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+
+    def _run_tool(self, name: str, arguments: str) -> str:
+        try:
+            call = ToolCall(id="agents-sdk", function=ToolFunction(name=name, arguments=arguments))
+        except Exception as exc:  # the model's arguments are not JSON: tell it
+            return f"Error: the arguments of {name} are not valid JSON ({exc})."
+        return self.hermes.toolbox().run(
+            call,
+            session_id=self._session.id,
+            store=self.hermes.store(),
+            tokens=self.hermes.tokens(self._session.model),
+        )
 
     # -- work, in a worker thread ---------------------------------------------------
     def _items(self) -> list[Any]:
