@@ -30,11 +30,12 @@ def lookup(city: str) -> str:
     return f"sunny in {city}"
 
 
-def make_agent(base_url: str) -> tuple[Agent[Any], AsyncOpenAI]:
+def make_agent(base_url: str, extra_tools: tuple[Any, ...] = ()) -> tuple[Agent[Any], AsyncOpenAI]:
     """The test agent and its client (close the client in the loop that used it)."""
     client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
     model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
-    agent = Agent(name="helper", instructions="Answer briefly.", model=model, tools=[lookup])
+    tools = [lookup, *extra_tools]
+    agent = Agent(name="helper", instructions="Answer briefly.", model=model, tools=tools)
     return agent, client
 
 

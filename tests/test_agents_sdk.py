@@ -216,8 +216,10 @@ def test_runner_run_persists_and_a_second_process_resumes(tmp_path: Path) -> Non
         hermes.close()
 
 
-async def run_under_lease(session: HermesSession, base_url: str, text: str) -> Any:
-    agent, client = make_agent(base_url)
+async def run_under_lease(
+    session: HermesSession, base_url: str, text: str, tools: tuple[Any, ...] = ()
+) -> Any:
+    agent, client = make_agent(base_url, tools)
     try:
         async with session.lease():
             result = await Runner.run(agent, text, session=session)
@@ -257,8 +259,26 @@ def test_compaction_during_runs_keeps_tool_pairs_and_history_searchable(tmp_path
             calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
             outputs = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
             assert set(outputs) <= set(calls)
-        hits = asyncio.run(session.search("zebra0"))
-        assert hits and hits[0].compacted
+            hits = asyncio.run(session.search("zebra0"))
+            assert hits and hits[0].compacted
+            # the recall tools let the model read what the compaction dropped
+            server.script(
+                "chat.completions",
+                Reply(
+                    text="",
+                    tool_calls=[
+                        {"id": "r1", "name": "session_search", "arguments": '{"query": "zebra0"}'}
+                    ],
+                ),
+                Reply(text="Found it."),
+            )
+            tools = tuple(session.recall_tools())
+            assert {tool.name for tool in tools} == {"session_search", "session_open"}
+            final = asyncio.run(run_under_lease(session, server.base_url, "What was first?", tools))
+            assert final == "Found it."
+            last = server.requests_to("chat.completions")[-1].body["messages"]
+            recalled = next(m for m in last if m.get("tool_call_id") == "r1")
+            assert "Question 0 about zebra0?" in recalled["content"]
     finally:
         hermes.close()
 
@@ -346,3 +366,36 @@ def test_a_busy_lease_fails_a_write_outside_a_run_lease(tmp_path: Path) -> None:
     finally:
         other.close()
         hermes.close()
+
+
+def test_a_rotated_session_is_followed_to_its_child(tmp_path: Path) -> None:
+    data = settings_data(
+        tmp_path,
+        compression={"threshold_tokens": 900, "protect_first_n": 1, "in_place": False},
+    )
+    hermes = Hermes(settings_from(data))
+    try:
+        session = HermesSession("rot", hermes)
+        for i in range(6):
+            asyncio.run(
+                session.add_items(
+                    [
+                        {"role": "user", "content": f"question {i} " + "words " * 40},
+                        {"role": "assistant", "content": f"answer {i} " + "more " * 40},
+                    ]
+                )
+            )
+        child = session.hermes_session_id
+        assert child != "rot" and hermes.store().get_session("rot").end_reason == "compression"
+        items = asyncio.run(session.get_items())
+    finally:
+        hermes.close()
+    again = Hermes(settings_from(data))
+    try:
+        reopened = HermesSession("rot", again)
+        assert reopened.hermes_session_id == child
+        assert asyncio.run(reopened.get_items()) == items
+        # search reaches the parent's rows through the lineage
+        assert any(hit.session_id == "rot" for hit in asyncio.run(reopened.search("question")))
+    finally:
+        again.close()
