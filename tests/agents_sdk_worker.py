@@ -2,7 +2,7 @@
 
 Run as ``python agents_sdk_worker.py CONFIG_JSON``; CONFIG_JSON holds the
 settings mapping (``settings``), the session id, the fake server's base URL,
-the user input and ``lease_wait``. One ``Runner.run`` on a
+the user input, ``lease_wait`` and ``lease_ttl``. One ``Runner.run`` on a
 :class:`~hermes_core.integrations.agents_sdk.HermesSession` under its lease;
 prints one JSON line: the final output and the items the session holds after.
 
@@ -45,7 +45,7 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
     agent, client = make_agent(config["base_url"])
     try:
         session = HermesSession(config["session_id"], hermes)
-        async with session.lease(wait=config.get("lease_wait")):
+        async with session.lease(wait=config.get("lease_wait"), ttl=config.get("lease_ttl")):
             result = await Runner.run(agent, config["input"], session=session)
         return {"final": result.final_output, "items": await session.get_items()}
     finally:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ pytest.importorskip(
 )
 
 from agents import Runner, set_tracing_disabled
+from agents.memory import Session as SdkSession
 
 from hermes_core.config import settings_from
 from hermes_core.host import Hermes
@@ -315,6 +319,7 @@ def test_bad_batches_store_nothing_and_pop_clear_keep_history_searchable(tmp_pat
     hermes = Hermes(settings_from(settings_data(tmp_path)))
     try:
         session = HermesSession("edit", hermes)
+        assert isinstance(session, SdkSession)  # the SDK's runtime-checkable protocol
         good = SDK_ITEMS[1:4]
         asyncio.run(session.add_items(list(good)))
         before = hermes.store().all_messages("edit")
@@ -399,3 +404,49 @@ def test_a_rotated_session_is_followed_to_its_child(tmp_path: Path) -> None:
         assert any(hit.session_id == "rot" for hit in asyncio.run(reopened.search("question")))
     finally:
         again.close()
+
+
+def test_a_stalled_run_loses_its_lease_and_stores_nothing_after(tmp_path: Path) -> None:
+    """SIGSTOP the child mid-run past its lease ttl; another holder takes over and writes."""
+    data = settings_data(tmp_path)
+    with FakeOpenAIServer() as server:
+        server.script("chat.completions", Reply(text="late answer", delay_s=3.0))
+        config = {
+            "settings": data,
+            "session_id": "stall",
+            "base_url": server.base_url,
+            "input": "slow question",
+            "lease_ttl": 1.0,
+        }
+        child = subprocess.Popen(
+            [sys.executable, str(WORKER), json.dumps(config)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            server.wait_for_requests(1, endpoint="chat.completions", timeout=60)
+            os.kill(child.pid, signal.SIGSTOP)
+            hermes = Hermes(settings_from(data))
+            try:
+                time.sleep(1.5)  # past the child's ttl: its lease expires while it is stopped
+                taker = HermesSession("stall", hermes)
+
+                async def take_over() -> None:
+                    async with taker.lease(wait=5):
+                        await taker.add_items([{"role": "user", "content": "written meanwhile"}])
+
+                asyncio.run(take_over())
+            finally:
+                os.kill(child.pid, signal.SIGCONT)
+            stdout, _ = child.communicate(timeout=60)
+            try:
+                out = json.loads(stdout.strip().splitlines()[-1])
+                assert child.returncode == 3, out
+                assert out["error"].startswith("LeaseLost"), out
+                stored = json.dumps(asyncio.run(taker.get_items()))
+                assert "written meanwhile" in stored
+                assert "late answer" not in stored
+            finally:
+                hermes.close()
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()

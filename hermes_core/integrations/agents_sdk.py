@@ -173,7 +173,8 @@ class HermesSession:
         finally:
             async with self._lock:
                 self._turn = None
-                await asyncio.to_thread(turn.commit)
+                # every write is already stored: ending the turn only gives the lease back
+                await asyncio.to_thread(turn.abort)
 
     # -- the Session protocol ----------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[Any]:
