@@ -450,3 +450,24 @@ def test_a_stalled_run_loses_its_lease_and_stores_nothing_after(tmp_path: Path) 
             if child.poll() is None:
                 child.kill()
                 child.wait()
+
+
+def test_the_docs_example_runs(tmp_path: Path) -> None:
+    """docs/agents-sdk.md's copy-paste example, against the fake through OPENAI_BASE_URL."""
+    doc = (Path(__file__).parents[1] / "docs" / "agents-sdk.md").read_text(encoding="utf-8")
+    example = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "example.py").write_text(example, encoding="utf-8")
+    (tmp_path / "hermes.toml").write_text(
+        f'[session]\npath = "{tmp_path / "s.db"}"\n[memory]\nhome = "{tmp_path / "mem"}"\n',
+        encoding="utf-8",
+    )
+    with FakeOpenAIServer() as server:
+        server.script("responses", Reply(text="Sunny, 21 degrees."))
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
+        out = subprocess.run(
+            [sys.executable, "example.py"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines()[0] == "Sunny, 21 degrees."
+    assert "Weather in Paris?" in out.stdout  # the search hit

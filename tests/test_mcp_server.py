@@ -197,3 +197,27 @@ def test_mcp_command_reports_missing_tools_and_bad_settings(store_dir: dict[str,
     )  # fmt: skip
     assert blocked.returncode == 1
     assert "session_search" in blocked.stderr and "recall plugin blocked" in blocked.stderr
+    missing = root / "missing.db"
+    typo = subprocess.run(
+        [*cli_command(), "mcp", "--db", str(missing), "--all"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=root,
+    )  # fmt: skip
+    assert typo.returncode == 1 and f"no session store at {missing}" in typo.stderr
+    assert not missing.exists()
+
+
+def test_the_docs_example_runs(store_dir: dict[str, Any]) -> None:
+    """docs/mcp.md's copy-paste client, on the store the fixture replayed into."""
+    doc = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    example = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    example = example.replace("/tmp/recall.db", str(store_dir["db"]))
+    script = store_dir["root"] / "example.py"
+    script.write_text(example, encoding="utf-8")
+    bindir = str(Path(cli_command()[0]).parent)
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+    out = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120,
+        cwd=store_dir["root"],
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '"total": 3' in out.stdout and "ManyToManyField" in out.stdout

@@ -45,6 +45,10 @@ def mcp_cmd(
 
     overrides = {"session": {"path": str(db)}} if db is not None else None
     hermes = state.hermes(overrides)
+    session = hermes.settings.session
+    if session.store == "sqlite" and not session.sqlite_path().exists():
+        # a read-only server must not create an empty store at a mistyped path
+        raise ConfigError(f"no session store at {session.sqlite_path()} (session.path / --db)")
     try:
         scope: str | list[str] | None = "all" if all_sessions else (list(sessions) or None)
         settings = McpSettings.from_settings(
