@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -315,39 +316,66 @@ def test_a_second_process_waits_for_the_runs_lease(tmp_path: Path) -> None:
         hermes.close()
 
 
-def test_bad_batches_store_nothing_and_pop_clear_keep_history_searchable(tmp_path: Path) -> None:
-    hermes = Hermes(settings_from(settings_data(tmp_path)))
-    try:
-        session = HermesSession("edit", hermes)
-        assert isinstance(session, SdkSession)  # the SDK's runtime-checkable protocol
-        good = SDK_ITEMS[1:4]
-        asyncio.run(session.add_items(list(good)))
-        before = hermes.store().all_messages("edit")
-        # a malformed item anywhere: nothing of the batch is written
-        with pytest.raises(ValidationError, match="item 1"):
-            asyncio.run(session.add_items([{"role": "user", "content": "x"}, {"type": 5}]))
-        # a tool output answering no call: the store refuses the whole batch
-        with pytest.raises(ValidationError):
-            asyncio.run(
-                session.add_items(
-                    [
-                        {"role": "user", "content": "y"},
-                        {"type": "function_call_output", "call_id": "nope", "output": "z"},
-                    ]
-                )
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Hermes]:
+    """A host on the SQLite store, or on PostgreSQL in a scratch schema."""
+    if request.param == "sqlite":
+        hermes = Hermes(settings_from(settings_data(tmp_path)))
+        try:
+            yield hermes
+        finally:
+            hermes.close()
+        return
+    from hermes_plugin_postgres_store import PostgresSessionStore
+    from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
+
+    dsn, reason = find_dsn()
+    if dsn is None:
+        if in_ci():
+            pytest.fail(f"PostgreSQL tests must run in CI: {reason}")
+        pytest.skip(reason)
+    with scratch_schema(dsn) as schema:
+        store = PostgresSessionStore(dsn, schema=schema, max_size=4)
+        hermes = Hermes(settings_from(settings_data(tmp_path)), store=store)
+        try:
+            yield hermes
+        finally:
+            hermes.close()
+            store.close()
+
+
+def test_bad_batches_store_nothing_and_pop_clear_keep_history_searchable(
+    store_host: Hermes,
+) -> None:
+    hermes = store_host
+    session = HermesSession("edit", hermes)
+    assert isinstance(session, SdkSession)  # the SDK's runtime-checkable protocol
+    good = SDK_ITEMS[1:4]
+    asyncio.run(session.add_items(list(good)))
+    before = hermes.store().all_messages("edit")
+    # a malformed item anywhere: nothing of the batch is written
+    with pytest.raises(ValidationError, match="item 1"):
+        asyncio.run(session.add_items([{"role": "user", "content": "x"}, {"type": 5}]))
+    # a tool output answering no call: the store refuses the whole batch
+    with pytest.raises(ValidationError):
+        asyncio.run(
+            session.add_items(
+                [
+                    {"role": "user", "content": "y"},
+                    {"type": "function_call_output", "call_id": "nope", "output": "z"},
+                ]
             )
-        assert hermes.store().all_messages("edit") == before
-        assert asyncio.run(session.get_items()) == good
-        # pop splits the response row: the text item goes, the reasoning stays
-        popped = asyncio.run(session.pop_item())
-        assert popped == good[-1]
-        assert asyncio.run(session.get_items()) == good[:-1]
-        asyncio.run(session.clear_session())
-        assert asyncio.run(session.get_items()) == []
-        assert asyncio.run(session.pop_item()) is None
-        assert [hit.compacted for hit in asyncio.run(session.search("Paris"))] == [True]
-    finally:
-        hermes.close()
+        )
+    assert hermes.store().all_messages("edit") == before
+    assert asyncio.run(session.get_items()) == good
+    # pop splits the response row: the text item goes, the reasoning stays
+    popped = asyncio.run(session.pop_item())
+    assert popped == good[-1]
+    assert asyncio.run(session.get_items()) == good[:-1]
+    asyncio.run(session.clear_session())
+    assert asyncio.run(session.get_items()) == []
+    assert asyncio.run(session.pop_item()) is None
+    assert [hit.compacted for hit in asyncio.run(session.search("Paris"))] == [True]
 
 
 def test_a_busy_lease_fails_a_write_outside_a_run_lease(tmp_path: Path) -> None:
