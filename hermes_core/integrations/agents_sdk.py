@@ -108,7 +108,8 @@ class HermesSession:
         self.hermes = hermes
         self.holder = holder
         self.session_settings = session_settings or SessionSettings()
-        self._lock = asyncio.Lock()
+        # one lock for every step; steps run in worker threads, and a thread lock (unlike an
+        # asyncio one) does not bind the session to the event loop that first waited on it
         self._sync = threading.RLock()
         self._turn: Turn | None = None
         self._session = self._open(session_id, new_session or {})
@@ -163,25 +164,29 @@ class HermesSession:
         :raises LeaseBusy: another holder kept it for longer than ``wait``
             (default ``session.lease_wait``).
         """
-        async with self._lock:
-            if self._turn is not None:
-                raise RuntimeError("this HermesSession already holds its lease")
-            turn = await asyncio.to_thread(self._session.turn, self.holder, wait=wait, ttl=ttl)
-            self._turn = turn
+        turn = await asyncio.to_thread(self._take_lease, wait, ttl)
         try:
             yield self
         finally:
-            async with self._lock:
-                self._turn = None
-                # every write is already stored: ending the turn only gives the lease back
-                await asyncio.to_thread(turn.abort)
+            await asyncio.to_thread(self._give_back, turn)
+
+    def _take_lease(self, wait: float | None, ttl: float | None) -> Turn:
+        with self._sync:
+            if self._turn is not None:
+                raise RuntimeError("this HermesSession already holds its lease")
+            self._turn = self._session.turn(self.holder, wait=wait, ttl=ttl)
+            return self._turn
+
+    def _give_back(self, turn: Turn) -> None:
+        with self._sync:
+            self._turn = None
+            turn.abort()  # every write is already stored: this only gives the lease back
 
     # -- the Session protocol ----------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The active context as SDK items (after a compaction: the summary, then the tail)."""
         wanted = resolve_session_limit(limit, self.session_settings)
-        async with self._lock:
-            items = await asyncio.to_thread(self._items)
+        items = await asyncio.to_thread(self._items)
         if wanted is None:
             return items
         return items[-wanted:] if wanted > 0 else []
@@ -191,18 +196,15 @@ class HermesSession:
         if not items:
             return
         messages = to_messages(items)  # malformed input fails here, before any write
-        async with self._lock:
-            await asyncio.to_thread(self._under_lease, self._append, messages)
+        await asyncio.to_thread(self._under_lease, self._append, messages)
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item (it stays searchable as compacted history)."""
-        async with self._lock:
-            return await asyncio.to_thread(self._under_lease, self._pop)
+        return await asyncio.to_thread(self._under_lease, self._pop)
 
     async def clear_session(self) -> None:
         """Empty the active context (the history stays searchable as compacted rows)."""
-        async with self._lock:
-            await asyncio.to_thread(self._under_lease, self._clear)
+        await asyncio.to_thread(self._under_lease, self._clear)
 
     # -- beyond the protocol -------------------------------------------------------
     async def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
@@ -261,7 +263,8 @@ class HermesSession:
 
     # -- work, in a worker thread ---------------------------------------------------
     def _items(self) -> list[Any]:
-        rows = self.hermes.store().active_messages(self._session.id)
+        with self._sync:
+            rows = self.hermes.store().active_messages(self._session.id)
         return rows_to_items([row.message for row in rows])
 
     def _under_lease(self, work: Any, *args: Any) -> Any:
