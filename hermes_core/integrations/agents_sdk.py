@@ -223,8 +223,7 @@ class HermesSession:
         """The registered framework tools (``session_search``, ``session_open``) as SDK tools.
 
         Give them to the ``Agent`` so the model can follow the recovery
-        pointers a compaction leaves ("open it with session search: message
-        id 42")::
+        pointers a compaction leaves (message ids to open with ``session_open``)::
 
             agent = Agent(name="helper", tools=[*my_tools, *session.recall_tools()])
 
