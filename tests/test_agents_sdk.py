@@ -499,3 +499,74 @@ def test_the_docs_example_runs(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.splitlines()[0] == "Sunny, 21 degrees."
     assert "Weather in Paris?" in out.stdout  # the search hit
+
+
+def test_responses_model_items_match_the_sdks_own_session(tmp_path: Path) -> None:
+    """Reasoning, calls and outputs through the Responses model: stored as the SDK stores them."""
+    from agents import Agent, OpenAIResponsesModel, SQLiteSession
+    from agents_sdk_worker import lookup
+    from openai import AsyncOpenAI
+
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Look the city up first."}],
+        "encrypted_content": "gAAAAB-opaque",
+    }
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_r1",
+        "name": "lookup",
+        "arguments": '{"city": "Oslo"}',
+        "status": "completed",
+    }
+
+    def said(mid: str, text: str) -> dict[str, Any]:  # fixed ids: both runs comparable
+        return {
+            "type": "message",
+            "id": mid,
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+
+    async def converse(session: Any, base_url: str) -> list[Any]:
+        client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+        try:
+            model = OpenAIResponsesModel(model="gpt-5.5", openai_client=client)
+            agent = Agent(name="helper", instructions="Brief.", model=model, tools=[lookup])
+            await Runner.run(agent, "Weather in Oslo?", session=session)
+            await Runner.run(agent, "And tomorrow?", session=session)
+            return list(await session.get_items())
+        finally:
+            await client.close()
+
+    def script(server: FakeOpenAIServer) -> None:
+        server.script(
+            "responses",
+            Reply(output_items=[reasoning, call]),
+            Reply(output_items=[said("msg_1", "Sunny in Oslo.")]),
+            Reply(output_items=[said("msg_2", "Snow tomorrow.")]),
+        )
+
+    with FakeOpenAIServer() as theirs:
+        script(theirs)
+        reference = asyncio.run(converse(SQLiteSession("ref"), theirs.base_url))
+        their_inputs = [r.body["input"] for r in theirs.requests_to("responses")]
+    hermes = Hermes(settings_from(settings_data(tmp_path)))
+    try:
+        with FakeOpenAIServer() as ours:
+            script(ours)
+            stored = asyncio.run(converse(HermesSession("resp", hermes), ours.base_url))
+            our_inputs = [r.body["input"] for r in ours.requests_to("responses")]
+        assert stored == reference
+        assert our_inputs == their_inputs  # the model saw the same history, reasoning included
+        assert any(item.get("type") == "reasoning" for item in our_inputs[-1])
+        rows = hermes.store().active_messages("resp")
+        assert [row.message.role for row in rows] == [
+            "user", "assistant", "tool", "assistant", "user", "assistant"
+        ]  # fmt: skip
+        assert rows[1].message.tool_calls and rows[1].message.tool_calls[0].id == "call_r1"
+    finally:
+        hermes.close()
