@@ -101,6 +101,9 @@ class Kept(BaseModel):
     closed_book: RecallScore
     one_search: RecallScore | None = None
     one_search_source: str = ""
+    by_kind: dict[str, list[int]] = Field(
+        default_factory=dict, description="closed-book [hits, probes] per probe kind"
+    )
     chars: int
     tokens: int
     messages: int
@@ -348,6 +351,42 @@ def measure_theirs(
     )
 
 
+def kinds_hit(score: RecallScore, probes: Sequence[Probe]) -> dict[str, list[int]]:
+    """[hits, probes] of each probe kind."""
+    hit = set(score.hits)
+    out: dict[str, list[int]] = {}
+    for probe in probes:
+        counts = out.setdefault(probe.kind, [0, 0])
+        counts[0] += probe.id in hit
+        counts[1] += 1
+    return out
+
+
+def kinds_table(cases: Sequence[Case]) -> str:
+    """Closed-book hits per probe kind, summed over the sessions, per window and system."""
+    totals: dict[tuple[int, str], dict[str, list[int]]] = {}
+    kinds: set[str] = set()
+    for case in cases:
+        for kept in case.systems:
+            row = totals.setdefault((case.window, kept.system), {})
+            for kind, (hits, count) in kept.by_kind.items():
+                kinds.add(kind)
+                cell = row.setdefault(kind, [0, 0])
+                cell[0] += hits
+                cell[1] += count
+    order = sorted(kinds)
+    lines = [("window", "system", *order)]
+    for (window, system), row in totals.items():
+        cells = [f"{row[k][0]}/{row[k][1]}" if k in row else "-" for k in order]
+        lines.append((f"{window // 1000}K", system, *cells))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    out = [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    ]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
 def measure_case(
     transcript_rel: str,
     probe_name: str,
@@ -383,6 +422,8 @@ def measure_case(
             seconds=round(time.perf_counter() - start, 2),
         )
     )
+    for kept in systems:
+        kept.by_kind = kinds_hit(kept.closed_book, probes)
     return Case(
         session=probe_name.removesuffix(".json"),
         transcript=transcript_rel,
@@ -575,6 +616,7 @@ def run_section(
         detail={
             "cases": [json.loads(c.model_dump_json()) for c in cases],
             "matrix": matrix(cases),
+            "kinds": kinds_table(cases),
             "probes_rules": "transcripts/probes/README.md, scored by hermes_core.recall",
         },
         seconds=time.perf_counter() - start,
@@ -639,6 +681,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"recall after compaction  |  {facts['date']}  |  {section.seconds:.0f} s")
     print()
     print(section.detail["matrix"])
+    print()
+    print("closed-book hits by probe kind, all sessions:")
+    print(section.detail["kinds"])
     print()
     print(result["table"])
     verdicts = [row.verdict for row in section.rows]

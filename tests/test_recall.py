@@ -123,6 +123,31 @@ def test_closed_book_agrees_on_sessions_and_truncations(
         assert len(recalls - {0.0, 1.0}) >= 3
 
 
+def test_closed_book_agrees_on_a_real_replay(ref: Any, tmp_path: Path) -> None:
+    """The final context of a replay with compactions (handoff, placeholders, tail)."""
+    from hermes_core.config import settings_from
+    from hermes_core.host import Hermes
+    from hermes_core.replay import replay
+
+    name = "entireio-cli-38ecf75f2f1d"
+    settings = settings_from(
+        {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
+    )
+    hermes = Hermes(settings)
+    try:
+        report = replay(hermes, SESSIONS[name], context_length=32_000)
+    finally:
+        hermes.close()
+    assert len(report.compressions) >= 2
+    final = report.final_messages
+    for message in final:
+        assert recall.message_text(message) == ref.message_text(message)
+    score = assert_same_score(ref, final, name)
+    assert 0.0 < score.recall < 1.0
+    for cut in range(1, len(final), max(1, len(final) // 7)):
+        assert_same_score(ref, final[cut:], name)
+
+
 @pytest.mark.parametrize("name", sorted(SESSIONS))
 def test_probe_rules_hold_on_the_reference_import(ref_imported: dict[str, Any], name: str) -> None:
     """message_index is the first message with an answer and the last 30% answers nothing."""

@@ -122,7 +122,7 @@ def handoff_tokens(threshold_tokens: int, covered_tokens: int, kept_tokens: int 
     low = threshold_tokens // HANDOFF_FLOOR
     high = threshold_tokens // HANDOFF_CAP
     if kept_tokens:
-        high = min(high, max(2 * low, int(threshold_tokens * AFTER_TARGET) - kept_tokens))
+        high = min(high, max(low * 3 // 2, int(threshold_tokens * AFTER_TARGET) - kept_tokens))
     wanted = int(covered_tokens * HANDOFF_RATE)
     return max(256, min(HANDOFF_MAX, high, max(low, wanted)))
 

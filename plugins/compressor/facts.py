@@ -74,8 +74,9 @@ _ERROR_LINE = re.compile(
 _LOOKUP_TOOLS = re.compile(r"(?i)read|grep|glob|search|find|list|view|fetch|task|agent|todo")
 #: an output that only acknowledges the call (it adds nothing to the call itself)
 _ACK = re.compile(
-    r"(?i)^(?:the file .{0,300} has been (?:updated|created)|file created|updated task|"
-    r"successfully|ok\b|done\b|wrote\b|saved\b).{0,160}$"
+    r"(?i)^(?:the file \S.{0,300} has been (?:updated|created)(?: successfully)?\.?|"
+    r"file created successfully.{0,200}|updated task #?\d+ status|"
+    r"(?:ok|done|success|successfully|saved)\.?)$"
 )
 #: assistant prose that only narrates the next step
 _NARRATION = re.compile(

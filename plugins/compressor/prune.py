@@ -199,7 +199,7 @@ def prune(
 
 
 #: after reassembly the view must sit under this share of the trigger, or the tail is fitted
-FIT_RATIO = 0.60
+FIT_RATIO = 0.55
 
 
 def excerpt(text: str, keep_chars: int, message_id: int | None) -> str:

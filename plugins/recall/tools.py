@@ -148,7 +148,9 @@ class SessionSearchTool(_Budgeted):
                 f"{self.settings.max_query_chars:,} are searched (use the distinctive words)",
                 self.USAGE,
             )
-        limit = arguments.get("limit") or self.settings.default_limit
+        limit = arguments.get("limit")
+        if limit is None:
+            limit = self.settings.default_limit
         if not 1 <= limit <= self.settings.max_limit:
             return _fail(
                 self.name, f"limit must be 1 to {self.settings.max_limit}, got {limit}", self.USAGE
