@@ -3,7 +3,7 @@
 Any MCP client (Claude Code, Codex, an IDE, the ``mcp`` package's own
 ``Client``) can list the stored sessions, search them and open a message with
 its neighbours: ``sessions_list``, ``session_search`` and ``session_open``.
-The answers come from :class:`~hermes_core.integrations.recall.RecallService`;
+The answers come from :class:`~hermes_core.integrations.recall_service.RecallService`;
 this module only speaks the protocol. Every tool is marked read-only, and the
 server takes no lease and writes nothing.
 
@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "pip install 'hermes-core[mcp]'"
     ) from exc
 
-from .recall import RecallService
+from .recall_service import RecallService
 
 if TYPE_CHECKING:
     from mcp.server import ServerRequestContext
