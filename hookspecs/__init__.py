@@ -50,7 +50,7 @@ from .errors import (
     UnknownNameError,
     ValidationError,
 )
-from .importers import ImportedConversation, Importer
+from .importers import ImportedConversation, Importer, Recognition
 from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
 from .memory import MemoryProvider, MemorySession, TurnRecord
 from .messages import (
@@ -108,6 +108,7 @@ __all__ = [
     "ImportFormatError",
     "ImportedConversation",
     "Importer",
+    "Recognition",
     "Layer",
     "LeaseBusy",
     "LeaseError",
