@@ -41,7 +41,7 @@ from hermes_plugin_importers import (
     openhands_events,
     swe_agent,
 )
-from hermes_plugin_importers.builder import SYNTHETIC_RESULT
+from hermes_plugin_importers.builder import FINAL_SYNTHETIC_RESULT, SYNTHETIC_RESULT
 from hermes_plugin_importers.claude_code import ClaudeCodeImporter
 from hermes_plugin_importers.codex_rollout import CodexRolloutImporter
 from hermes_plugin_importers.openai_chat import OpenAIChatImporter
@@ -367,11 +367,15 @@ def test_codex_torn_line_is_read_as_two_records(
 
 def test_openai_chat_completion_log(load: Loader) -> None:
     (conversation,) = load(_file("openhands-django-11149"))
-    assert len(conversation.messages) == 101
+    assert len(conversation.messages) == 102
     assert conversation.metadata["response_appended"] is True
-    last = conversation.messages[-1]
+    last, stub = conversation.messages[-2:]
     assert last.role == "assistant" and last.tool_calls and len(last.tool_calls) == 1
+    # the run stopped before the final call's result: stubbed, marked and counted
+    assert stub.role == "tool" and stub.tool_call_id == last.tool_calls[0].id
+    assert stub.content == FINAL_SYNTHETIC_RESULT
     assert conversation.metadata["unanswered_final_calls"] == 1
+    assert conversation.metadata["counts"]["synthetic_final_results"] == 1
     assert all(isinstance(m.content, str) for m in conversation.messages if m.role != "assistant")
 
 
@@ -387,8 +391,9 @@ def test_openhands_instances_keep_ids_per_conversation(
     for conversation in conversations:
         first_call = conversation.messages[2].tool_calls
         assert first_call and first_call[0].id == "toolu_01"
-    finished = [c.messages[-1].tool_calls for c in conversations[:2]]
+    finished = [c.messages[-2].tool_calls for c in conversations[:2]]
     assert [calls[0].function.name for calls in finished if calls] == ["finish", "finish"]
+    assert [c.messages[-1].content for c in conversations[:2]] == [FINAL_SYNTHETIC_RESULT] * 2
     # the run that hit max iterations ends on a tool result; rejected calls became user text
     assert conversations[2].messages[-1].role == "tool"
     assert conversations[1].metadata["flags"]["error_observation"]
@@ -402,7 +407,8 @@ def test_swe_agent_text_actions(load: Loader) -> None:
     calls = [c for m in conversation.messages for c in m.tool_calls or []]
     assert len(calls) == 12 and all(c.function.name == "bash" for c in calls)
     assert json.loads(calls[-1].function.arguments) == {"command": "submit"}
-    assert conversation.messages[-1].tool_calls == [calls[-1]]
+    assert conversation.messages[-2].tool_calls == [calls[-1]]
+    assert conversation.messages[-1].content == FINAL_SYNTHETIC_RESULT
     assert conversation.messages[3].role == "tool"
     assert conversation.messages[3].text().rstrip().endswith("bash-$")
 
@@ -631,8 +637,8 @@ def _user() -> Message:
 
 def _cases() -> Iterator[tuple[list[Message], str | None]]:
     yield [_user(), _assistant("a", "b"), _tool("b"), _tool("a"), _assistant()], None
-    yield [_user(), _assistant("a"), _tool("a"), _assistant("b")], None  # final call open
-    yield [_user(), _assistant("a", "b"), _tool("a")], None  # final, partly answered
+    yield [_user(), _assistant("a"), _tool("a"), _assistant("b")], "never answered"
+    yield [_user(), _assistant("a", "b"), _tool("a")], "never answered"  # partly answered
     yield [_user(), _tool("a")], "does not follow"
     yield [_user(), _assistant("a"), _user(), _tool("a")], "does not follow"
     yield [_user(), _assistant("a"), _tool("x")], "unknown call id 'x'"
@@ -640,6 +646,12 @@ def _cases() -> Iterator[tuple[list[Message], str | None]]:
     yield [_user(), _assistant("a"), _user(), _assistant()], "unanswered"
     yield [_user(), _assistant("a"), _tool("a"), _assistant("a"), _tool("a")], "already used"
     yield [_user(), Message(role="assistant", content="")], "neither text nor tool calls"
+
+
+def test_check_sequence_can_allow_a_live_turn_open_at_the_end() -> None:
+    messages = [_user(), _assistant("a", "b"), _tool("a")]
+    assert check_sequence(messages, allow_open_end=True) == []
+    assert check_sequence([*messages, _user()], allow_open_end=True)  # mid-conversation: never
 
 
 @pytest.mark.parametrize(("messages", "problem"), list(_cases()))
