@@ -10,12 +10,14 @@ Each module registers one :class:`~hermes_hookspecs.Importer` through its own
 ``codex-rollout``         :mod:`.codex_rollout` (Codex CLI rollout JSONL)
 ``openhands-events``      :mod:`.openhands_events` (OpenHands ``output.jsonl``)
 ``swe-agent``             :mod:`.swe_agent` (SWE-agent ``.traj``)
+``aider-chat``            :mod:`.aider_chat` (aider ``.aider.chat.history.md``)
+``adp``                   :mod:`.adp` (Agent Data Protocol trajectories)
 ========================  ======================================================
 
 This package module holds only pure helpers: :func:`detect_importer` picks
 the importer whose ``sniff`` accepts a file, :func:`load_transcript` loads
 a file with a named or detected importer, :func:`builtin_importers` makes
-fresh instances of the five importers (for tests and tools that do not run
+fresh instances of the seven importers (for tests and tools that do not run
 the plugin manager).
 """
 
@@ -24,10 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError
-
 from hermes_core.detection import detect_importer as _detect
 from hermes_core.detection import read_sample
+from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError
 
 from .sequence import check_sequence
 
@@ -41,7 +42,9 @@ __all__ = [
 
 
 def builtin_importers() -> list[Importer]:
-    """New instances of the five bundled importers, in a fixed order."""
+    """New instances of the seven bundled importers, in a fixed order."""
+    from .adp import AdpImporter
+    from .aider_chat import AiderChatImporter
     from .claude_code import ClaudeCodeImporter
     from .codex_rollout import CodexRolloutImporter
     from .openai_chat import OpenAIChatImporter
@@ -54,6 +57,8 @@ def builtin_importers() -> list[Importer]:
         CodexRolloutImporter(),
         OpenHandsEventsImporter(),
         SweAgentImporter(),
+        AiderChatImporter(),
+        AdpImporter(),
     ]
 
 
