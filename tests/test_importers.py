@@ -434,7 +434,15 @@ def test_swe_agent_function_calling(load: Loader) -> None:
 def test_each_module_registers_its_importer_through_the_hook() -> None:
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(specs)
-    modules = [openai_chat, claude_code, codex_rollout, openhands_events, swe_agent, aider_chat, adp]
+    modules = [
+        openai_chat,
+        claude_code,
+        codex_rollout,
+        openhands_events,
+        swe_agent,
+        aider_chat,
+        adp,
+    ]
     for module in modules:
         pm.register(module)
     registered: list[Importer] = []
@@ -520,7 +528,11 @@ def test_detect_rejects_empty_and_unknown_files(tmp_path: Path, importers: list[
 @pytest.mark.parametrize(
     ("importer", "source", "pattern"),
     [
-        (ClaudeCodeImporter(), "entireio-entire-graph-54fb", r":1: .*(no user/assistant|not a Claude)"),
+        (
+            ClaudeCodeImporter(),
+            "entireio-entire-graph-54fb",
+            r":1: .*(no user/assistant|not a Claude)",
+        ),
         (CodexRolloutImporter(), "entireio-cli-3dffd2ffdd52", r":1: record needs .*'payload'"),
         (OpenHandsEventsImporter(), "entireio-cli-3dffd2ffdd52", r":1: expected an instance"),
         (OpenAIChatImporter(), "pydicom-1458", r":1: expected a JSON list of messages"),

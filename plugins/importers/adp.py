@@ -193,8 +193,14 @@ def _conversation(path: Path, number: int, trajectory: dict[str, Any]) -> Import
             source = item.get("source")
             linked = item.get("tool_call_id")
             answers: str | None = None
-            if isinstance(linked, str) and linked in open_calls:
-                answers = linked
+            if isinstance(linked, str) and linked:
+                # an explicit link: the builder names an unknown or late call id
+                builder.tool_result(linked, text, line=position)
+                if linked in open_calls:
+                    open_calls.remove(linked)
+                if not open_calls:
+                    run += 1
+                continue
             elif not isinstance(linked, str) and previous_action in open_calls:
                 # data without ids: the protocol's adjacency rule (an observation right
                 # after an action is its result, whatever its source says)
@@ -213,12 +219,12 @@ def _conversation(path: Path, number: int, trajectory: dict[str, Any]) -> Import
             elif source == "environment":
                 builder.plain("user", text, line=position, harness="adp.environment")
             else:
-                name = item.get("name")
+                speaker = item.get("name")
                 builder.plain(
                     "user",
                     text,
                     line=position,
-                    name=name if isinstance(name, str) and name else None,
+                    name=speaker if isinstance(speaker, str) and speaker else None,
                 )
         else:
             skipped[f"item.{kind or 'without_class'}"] += 1

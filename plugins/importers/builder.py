@@ -237,11 +237,14 @@ class ConversationBuilder:
     def calls(self, specs: list[CallSpec], *, line: int) -> None:
         """Tool calls that continue the current assistant turn, or start one without text.
 
-        They join the open turn only while none of its calls has a result and
-        nothing was deferred; otherwise a new assistant message begins.
+        They join the open turn while none of its calls has a result (a user or
+        system entry deferred in between still goes after the turn's results);
+        otherwise a new assistant message begins.
         """
         turn = self._open_turn()
-        if turn is None or turn.any_answered() or self._deferred:
+        # a notice deferred between two calls of one turn stays deferred (it goes after
+        # the turn's results); a call after a result starts a new assistant message
+        if turn is None or turn.any_answered():
             self._close_for_new_turn()
             turn = _Turn(key=None, line=line)
             self._entries.append(turn)

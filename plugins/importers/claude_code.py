@@ -496,8 +496,8 @@ def _user_text(builder: ConversationBuilder, record: _Record, text: str) -> None
         return
     segments = CLAUDE_CODE.split(text)
     if len(segments) <= 1:
-        harness = segments[0].harness if segments else None
-        builder.plain("user", text, line=record.line, flags=tuple(flags), harness=harness)
+        only = segments[0].harness if segments else None
+        builder.plain("user", text, line=record.line, flags=tuple(flags), harness=only)
         return
     builder.counts["user_records_split_at_harness_text"] += 1
     for segment in segments:
