@@ -490,3 +490,31 @@ def test_deep_json_is_a_clear_error_in_every_importer(
             assert re.search(
                 r"max_depth=200; raise it with HERMES_CORE_IMPORT_MAX_DEPTH", str(caught.value)
             ), str(caught.value)
+
+
+# -- the replay report -----------------------------------------------------------------
+def test_the_replay_report_shows_what_the_importer_skipped(tmp_path: Path) -> None:
+    from hermes_core.config import settings_from
+    from hermes_core.host import Hermes
+    from hermes_core.replay import replay
+
+    records = _records(REWIND)
+    cut = next(i for i, r in enumerate(records) if r["type"] == "assistant" and i > 40)
+    path = _write(tmp_path / "short.jsonl", records[: cut + 1])  # a short real session
+    host = Hermes(
+        settings_from(
+            {
+                "plugins": {"autoload": True, "block": ["memory_builtin"]},
+                "session": {"path": str(tmp_path / "s.db")},
+                "memory": {"home": str(tmp_path / "mem")},
+            }
+        )
+    )
+    try:
+        report = replay(host, path)
+    finally:
+        host.close()
+    assert report.format == "claude-code"
+    assert report.import_skipped["record.last-prompt"] >= 1
+    assert report.import_skipped["attachment.hook_success"] == 1
+    assert json.loads(report.model_dump_json())["import_skipped"] == report.import_skipped

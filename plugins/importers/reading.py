@@ -25,6 +25,8 @@ HEAD_BYTES = 64 * 1024
 SAMPLE_BYTES = 256 * 1024
 
 _MIB = 1024 * 1024
+#: the most decompressed bytes produced by one step of :func:`_gunzip_capped`
+_STEP = 4 * _MIB
 
 
 @dataclass(frozen=True)
@@ -96,40 +98,41 @@ def is_gzip(path: Path) -> bool:
 
 
 def _gunzip_capped(path: Path, handle: BinaryIO, cap: int, limits: ImportLimits) -> bytes:
-    """Decompress a (possibly multi-member) gzip stream, never holding more than ``cap`` bytes."""
+    """Decompress a (possibly multi-member) gzip stream, never holding more than ``cap`` bytes.
+
+    Output is produced in steps of at most :data:`_STEP` bytes, so the peak is
+    the cap plus one step, whatever the compression ratio.
+    """
     out = bytearray()
     decompressor = zlib.decompressobj(wbits=31)
-    chunk_size = 1 << 20
+    pending = b""
     while True:
-        chunk = decompressor.unconsumed_tail or handle.read(chunk_size)
-        if not chunk:
-            break
+        if not pending:
+            pending = handle.read(1 << 16)
+            if not pending:
+                break
         try:
-            out += decompressor.decompress(chunk, cap + 1 - len(out))
+            out += decompressor.decompress(pending, min(_STEP, cap + 1 - len(out)))
         except zlib.error as exc:
             raise ImportFormatError(f"{path}: broken gzip stream: {exc}") from None
         if len(out) > cap:
             raise limits.exceeded(path, "max_bytes", "the decompressed transcript")
+        pending = decompressor.unconsumed_tail
         if decompressor.eof:
-            rest = decompressor.unused_data
-            if rest.lstrip(b"\0"):
-                if rest[:2] != GZIP_MAGIC:
-                    raise ImportFormatError(f"{path}: trailing garbage after the gzip stream")
-                decompressor = zlib.decompressobj(wbits=31)
-                try:
-                    out += decompressor.decompress(rest, cap + 1 - len(out))
-                except zlib.error as exc:
-                    raise ImportFormatError(f"{path}: broken gzip stream: {exc}") from None
-                if len(out) > cap:
-                    raise limits.exceeded(path, "max_bytes", "the decompressed transcript")
-                continue
-            break
-    if not decompressor.eof:
-        raise ImportFormatError(
-            f"{path}: broken gzip stream: compressed file ended before the end-of-stream marker"
-            " (truncated download or copy?)"
-        )
-    return bytes(out)
+            rest = decompressor.unused_data or handle.read(1 << 16)
+            while rest and not rest.strip(b"\0"):  # zero padding after the stream
+                rest = handle.read(1 << 16)
+            if not rest:
+                return bytes(out)
+            rest = rest.lstrip(b"\0")
+            if rest[:2] != GZIP_MAGIC:
+                raise ImportFormatError(f"{path}: trailing garbage after the gzip stream")
+            decompressor = zlib.decompressobj(wbits=31)  # a multi-member stream
+            pending = rest
+    raise ImportFormatError(
+        f"{path}: broken gzip stream: compressed file ended before the end-of-stream marker"
+        " (truncated download or copy?)"
+    )
 
 
 def read_bytes(path: Path, limits: ImportLimits | None = None) -> bytes:
