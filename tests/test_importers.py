@@ -705,3 +705,29 @@ def test_a_broken_progress_subagent_is_skipped_and_named(tmp_path: Path) -> None
     assert skipped["agent_id"] == "a89e4b2"
     assert "progress.jsonl:53" in skipped["error"] and "toolu_X" in skipped["error"]
     assert len(main.messages) == 307
+
+
+# -- every importer on every bundled file ------------------------------------------------
+def test_every_importer_on_every_bundled_file_refuses_or_passes_the_validator(
+    tmp_path: Path,
+) -> None:
+    """Each importer meets each format: a clear ImportFormatError, or a valid sequence.
+
+    JSONL and markdown files are cut at a line boundary after 400 KB to keep
+    this fast; JSON documents are read whole.
+    """
+    for source in FILES:
+        raw = gzip.decompress(source.read_bytes())
+        name = source.name.removesuffix(".gz")
+        if not name.endswith(".json") and not name.endswith(".traj") and len(raw) > 400_000:
+            raw = raw[: raw.index(b"\n", 400_000) + 1]
+        path = tmp_path / name
+        path.write_bytes(raw)
+        for importer in builtin_importers():
+            try:
+                conversations = importer.load(path)
+            except ImportFormatError as exc:
+                assert str(exc).startswith(str(path)), (importer.name, name, str(exc)[:200])
+                continue
+            for conversation in conversations:
+                assert check_sequence(conversation.messages) == [], (importer.name, name)
