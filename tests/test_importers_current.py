@@ -321,6 +321,22 @@ def test_a_mid_turn_developer_notice_goes_after_the_results_and_is_marked(tmp_pa
     assert conversation.metadata["counts"]["moved_after_tool_results"] >= 1
 
 
+def test_real_mid_turn_approval_notices_follow_the_tool_results() -> None:
+    path = TRANSCRIPTS / "codex-rollout" / "entireio-git-sync-07ebffc93812.jsonl.gz"
+    (conversation,) = CodexRolloutImporter().load(path)
+    notices = [
+        i
+        for i, m in enumerate(conversation.messages)
+        if m.text().startswith("Approved command prefix saved")
+    ]
+    assert len(notices) == 7
+    for index in notices:
+        assert conversation.messages[index].harness == "codex.developer_notice"
+        assert conversation.messages[index - 1].role == "tool"
+    assert conversation.metadata["counts"]["moved_after_tool_results"] == 7
+    assert check_sequence(conversation.messages) == []
+
+
 def test_codex_injected_user_items_are_marked() -> None:
     (conversation,) = CodexRolloutImporter().load(CODEX)
     marks = Counter(m.harness for m in conversation.messages if m.role == "user")
