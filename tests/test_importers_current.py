@@ -161,6 +161,14 @@ def test_a_rewind_follows_the_continued_branch() -> None:
     assert len(main_again.messages) == len(main.messages)
 
 
+def test_abandoned_branches_can_be_asked_for_by_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_CORE_IMPORT_BRANCHES", "all")
+    assert len(ClaudeCodeImporter().load(REWIND)) == 2
+    monkeypatch.setenv("HERMES_CORE_IMPORT_BRANCHES", "some")
+    with pytest.raises(ImportFormatError, match="HERMES_CORE_IMPORT_BRANCHES='some'"):
+        ClaudeCodeImporter().load(REWIND)
+
+
 def test_a_rewind_after_a_reply_drops_the_whole_abandoned_turn(tmp_path: Path) -> None:
     records = _records(CLAUDE_OLD)
     users = [

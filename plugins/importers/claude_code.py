@@ -30,6 +30,7 @@ files beside the session) and, on request, one per abandoned branch:
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -58,6 +59,8 @@ from .reading import (
 )
 
 FORMAT = "claude-code"
+#: ``continued`` (default) or ``all``: whether abandoned branches become conversations too
+BRANCHES_ENV = "HERMES_CORE_IMPORT_BRANCHES"
 _MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
 #: record types read for metadata only or deliberately left out (counted in ``skipped``)
 _SKIPPED_TYPES = frozenset(
@@ -110,7 +113,8 @@ class ClaudeCodeImporter(Importer):
         beside the file as extra conversations.
     :param include_abandoned_branches: import each branch abandoned by a
         rewind as an extra conversation (its context up to the fork, then
-        the abandoned turns).
+        the abandoned turns); None (the default) reads
+        ``HERMES_CORE_IMPORT_BRANCHES`` (``continued``, the default, or ``all``).
     :param limits: read caps (default: :meth:`ImportLimits.from_env`).
     """
 
@@ -123,7 +127,7 @@ class ClaudeCodeImporter(Importer):
         include_queued: bool = True,
         include_progress_subagents: bool = True,
         include_subagent_files: bool = True,
-        include_abandoned_branches: bool = False,
+        include_abandoned_branches: bool | None = None,
         limits: ImportLimits | None = None,
     ) -> None:
         self.include_queued = include_queued
@@ -216,7 +220,7 @@ class ClaudeCodeImporter(Importer):
                 first.metadata["skipped_subagents"] = skipped
         if self.include_subagent_files:
             conversations.extend(self._subagent_files(path, main.records, session_id, first))
-        if self.include_abandoned_branches:
+        if self._abandoned_wanted():
             for number, branch in enumerate(branches.abandoned, start=1):
                 thread = _Thread(
                     key=f"branch-{number}", records=branch_with_context(branches.kept, branch)
@@ -233,6 +237,17 @@ class ClaudeCodeImporter(Importer):
                 conversation.metadata["fork_uuid"] = branches.fork_points[number - 1]
                 conversations.append(conversation)
         return conversations
+
+    def _abandoned_wanted(self) -> bool:
+        if self.include_abandoned_branches is not None:
+            return self.include_abandoned_branches
+        value = os.environ.get(BRANCHES_ENV, "").strip().lower() or "continued"
+        if value not in ("continued", "all"):
+            raise ImportFormatError(
+                f"{BRANCHES_ENV}={value!r}: expected 'continued' (import the branch that was"
+                " continued after a rewind) or 'all' (also each abandoned branch)"
+            )
+        return value == "all"
 
     def _read(self, path: Path, shown: Path) -> tuple[list[_Record], int]:
         records: list[_Record] = []
