@@ -388,6 +388,14 @@ def test_aider_reply_fences_keep_markdown_that_looks_like_input(tmp_path: Path) 
     assert "#### Not an input line\n> not output" in conversation.messages[1].text()
 
 
+def test_a_reply_heading_is_not_user_input(aider: list[Any]) -> None:
+    # aider's input lines end with a markdown line break; the model's "#### " headings do not
+    replies = [m for c in aider for m in c.messages if m.role == "assistant"]
+    assert any("\n#### `Coder` Class\n" in m.text() for m in replies)
+    users = [m.text() for c in aider for m in c.messages if m.role == "user"]
+    assert not any(t.startswith("`Coder` Class") for t in users)
+
+
 def test_every_bundled_aider_conversation_passes_the_validator(aider: list[Any]) -> None:
     for conversation in aider:
         assert check_sequence(conversation.messages) == []

@@ -6,10 +6,12 @@ aider appends every session to one markdown file:
   user input and a model reply becomes one conversation (the others, such as
   a session that only ran ``/add`` and quit, are counted in ``skipped`` of
   the first conversation);
-* ``#### `` lines are the user's input (a blank input line is ``####``),
-  including ``/commands`` (``/add``, ``/run``, ``/ask`` ...), which become
-  user messages in the user's own words (flag ``command``);
-* ``> `` lines are aider's own output (tool output, lint and test results,
+* ``#### `` lines ending in aider's markdown line break (two spaces) are the
+  user's input (a blank input line is ``####``), including ``/commands``
+  (``/add``, ``/run``, ``/ask`` ...), which become user messages in the
+  user's own words (flag ``command``); a ``#### heading`` of the model's
+  reply has no line break and stays reply text;
+* ``> `` lines ending in the line break are aider's own output (tool output, lint and test results,
   commit notes, confirmations): a user message marked
   ``harness="aider.tool_output"``; the block of ``>`` lines before a
   session's first input is its startup banner, read for metadata (version,
@@ -145,9 +147,9 @@ def _blocks(lines: list[tuple[int, str]]) -> list[tuple[_Kind, int, list[str]]]:
             closing = _FENCE.match(line)
             if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence):
                 fence = None
-        elif line.startswith("####"):
+        elif _is_input(line):
             kind = "user"
-        elif line.startswith(">"):
+        elif _is_output(line):
             kind = "output"
         else:
             kind = "reply"
@@ -162,6 +164,20 @@ def _blocks(lines: list[tuple[int, str]]) -> list[tuple[_Kind, int, list[str]]]:
         else:
             blocks.append((kind, number, [line]))
     return blocks
+
+
+def _is_input(line: str) -> bool:
+    """An input line: ``#### `` and a markdown line break (a reply heading has none)."""
+    if not line.startswith("####"):
+        return False
+    return line.endswith("  ") or line.rstrip() == "####" or line.startswith("#### /")
+
+
+def _is_output(line: str) -> bool:
+    """An output line: ``> `` and a line break (a reply quote or ``>>>>>>>`` has none)."""
+    if not line.startswith(">") or line.startswith(">>>>>>>"):
+        return False
+    return line.endswith("  ") or line.rstrip() == ">"
 
 
 def _strip(line: str, prefix: str) -> str:
