@@ -95,10 +95,7 @@ def detect_importer(path: Path, importers: Sequence[Importer], name: str | None 
         raise ImportFormatError(f"{path}: no importer is registered")
     importer, verdict = closest
     why = verdict.reason or "it does not match"
-    if verdict.score > 0:
-        hint = f"closest format: {importer.name} ({why})"
-    else:
-        hint = f"no format comes close (e.g. {importer.name}: {why})"
+    hint = f"closest format: {importer.name} ({why})" if verdict.score > 0 else "none comes close"
     raise ImportFormatError(
         f"{path}:1: no importer recognises this file; {hint}; known formats: {known}"
     )

@@ -138,6 +138,14 @@ def test_queued_input_is_kept_in_order_and_popped_input_is_not(graph: Any) -> No
     assert graph.skipped["attachment.queued_command.repeat"] == 2
 
 
+def test_queued_input_left_out_is_counted_once() -> None:
+    (kept,) = ClaudeCodeImporter().load(REWIND)
+    (without,) = ClaudeCodeImporter(include_queued=False).load(REWIND)
+    delivered = kept.metadata["counts"]["queued_delivered"]
+    assert without.skipped["queue.delivered_left_out"] == delivered
+    assert len(without.messages) == len(kept.messages) - delivered
+
+
 def test_queued_words_typed_by_the_user_stay_unmarked() -> None:
     (conversation,) = ClaudeCodeImporter().load(REWIND)
     queued = [conversation.messages[i] for i in conversation.metadata["flags"]["queued"]]
@@ -343,6 +351,14 @@ def test_real_mid_turn_approval_notices_follow_the_tool_results() -> None:
         assert conversation.messages[index - 1].role == "tool"
     assert conversation.metadata["counts"]["moved_after_tool_results"] == 7
     assert check_sequence(conversation.messages) == []
+
+
+def test_an_unknown_codex_record_type_is_a_counted_skip(tmp_path: Path) -> None:
+    records = _records(CODEX)
+    records.insert(5, {"timestamp": records[5]["timestamp"], "type": "hologram", "payload": {}})
+    (conversation,) = CodexRolloutImporter().load(_write(tmp_path / "rollout.jsonl", records))
+    assert conversation.skipped["record.hologram"] == 1
+    assert conversation.skipped["reasoning"] >= 1
 
 
 def test_codex_injected_user_items_are_marked() -> None:

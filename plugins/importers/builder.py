@@ -364,8 +364,14 @@ class ConversationBuilder:
             metadata["markers"] = markers
         return messages, metadata
 
-    def build(self, *, source_format: str, **fields: Any) -> ImportedConversation:
-        """Validate and return the conversation; raises :class:`ImportFormatError` on problems."""
+    def build(
+        self, *, source_format: str, skipped: dict[str, int] | None = None, **fields: Any
+    ) -> ImportedConversation:
+        """Validate and return the conversation; raises :class:`ImportFormatError` on problems.
+
+        :param skipped: what the importer read and left out, by kind
+            (:attr:`ImportedConversation.skipped`).
+        """
         if self._deferred:
             self._flush()
         open_at_end = 0
@@ -399,6 +405,7 @@ class ConversationBuilder:
                 source_path=self.path,
                 messages=messages,
                 metadata=metadata,
+                skipped={k: v for k, v in sorted((skipped or {}).items()) if v},
                 **fields,
             )
         except PydanticValidationError as exc:

@@ -557,6 +557,7 @@ class _Queue:
         self.deliver = deliver
         self.pending: list[str] = []
         self.delivered: list[str] = []
+        self.left_out: list[str] = []
 
     def _emit(self, text: str, line: int) -> None:
         if not text:
@@ -581,6 +582,7 @@ class _Queue:
                     self._emit(text, record.line)
                 else:
                     self.skipped["queue.delivered_left_out"] += 1
+                    self.left_out.append(text)
         elif operation == "popAll":  # taken back into the input box, never sent
             self.skipped["queue.popped_unsent"] += len(self.pending)
             self.pending.clear()
@@ -597,6 +599,8 @@ class _Queue:
         if text in self.delivered:  # the same delivery, already kept at its remove record
             self.delivered.remove(text)
             self.skipped["attachment.queued_command.repeat"] += 1
+        elif text in self.left_out:  # the same delivery, left out at its remove record
+            self.left_out.remove(text)
         elif self.deliver:
             if text in self.pending:
                 self.pending.remove(text)

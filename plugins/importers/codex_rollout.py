@@ -171,6 +171,7 @@ class CodexRolloutImporter(Importer):
         return [
             builder.build(
                 source_format=FORMAT,
+                skipped=dict(dropped),
                 conversation_id=str(meta.get("session_id") or path.name.split(".")[0]),
                 cwd=str(meta.get("cwd") or ""),
                 model=models.most_common(1)[0][0] if models else "",

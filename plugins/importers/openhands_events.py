@@ -99,6 +99,7 @@ def _instance(path: Path, value: Any, line: int) -> ImportedConversation:
         builder.metadata["dropped_events"] = dict(sorted(dropped.items()))
     return builder.build(
         source_format=FORMAT,
+        skipped=dict(dropped),
         conversation_id=instance_id,
         title=instance_id,
         model=str(llm_config.get("model") or ""),
