@@ -113,6 +113,8 @@ class HandoffSummary(BaseModel):
     extra: list[SummarySection] = Field(default_factory=list)
     summarizer: str = ""
     compression_index: int = 1
+    #: tokens of conversation this handoff stands for, over every compression so far
+    covered_tokens: int = 0
 
     STANDARD_TITLES: ClassVar[tuple[tuple[str, str], ...]] = (
         ("goal", "Goal"),
