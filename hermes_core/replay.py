@@ -24,6 +24,7 @@ from hermes_hookspecs import (
     Message,
 )
 
+from .detection import detect_importer
 from .host import Hermes
 from .identifiers import extract_all, flatten
 from .recall import MESSAGE_SEPARATOR, Probe, closed_book
@@ -107,31 +108,15 @@ class ReplayReport(BaseModel):
     probes: list[ProbeResult] = Field(default_factory=list)
     recall: RecallReport = Field(default_factory=RecallReport)
     kept_summary_chars: int = 0
+    #: what the importer read and deliberately left out, by kind (its ``skipped``)
+    import_skipped: dict[str, int] = Field(default_factory=dict)
     final_messages: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def pick_importer(importers: list[Importer], path: Path, name: str | None = None) -> Importer:
-    """The importer called ``name``, or the first whose ``sniff`` accepts the file."""
-    if name:
-        for importer in importers:
-            if importer.name == name:
-                return importer
-        known = ", ".join(sorted(i.name for i in importers)) or "(none registered)"
-        raise ImportFormatError(f"unknown transcript format {name!r}; known formats: {known}")
-    if not path.is_file():
-        raise ImportFormatError(f"transcript not found: {path}")
-    import gzip
-
-    with path.open("rb") as fh:
-        head = fh.read(65536)
-    if head[:2] == b"\x1f\x8b":
-        with gzip.open(path, "rb") as fh:
-            head = fh.read(65536)
-    for importer in sorted(importers, key=lambda i: i.name):
-        if importer.sniff(path, head):
-            return importer
-    known = ", ".join(sorted(i.name for i in importers)) or "(none registered)"
-    raise ImportFormatError(f"{path}: no importer recognises this file; known formats: {known}")
+    """The importer called ``name``, or the one that recognises the file (see
+    :func:`hermes_core.detection.detect_importer`)."""
+    return detect_importer(path, importers, name)
 
 
 def split_turns(
@@ -219,6 +204,7 @@ def replay(
         threshold_tokens=hermes.threshold(session.model).threshold_tokens,
         context_length=hermes.settings.model.context_length,
         tokens_exact=hermes.tokens(session.model).exact,
+        import_skipped=dict(conv.skipped),
     )
     for index, turn_messages in enumerate(turns):
         _replay_turn(session, turn_messages, report)

@@ -51,7 +51,7 @@ from .errors import (
     UnknownNameError,
     ValidationError,
 )
-from .importers import ImportedConversation, Importer
+from .importers import ImportedConversation, Importer, Recognition
 from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
 from .memory import MemoryProvider, MemorySession, TurnRecord
 from .messages import (
@@ -129,6 +129,7 @@ __all__ = [
     "PromptContext",
     "ProviderCompactionRequest",
     "ProviderCompactionResult",
+    "Recognition",
     "RedactionRule",
     "RegistrationError",
     "SchemaVersionError",
