@@ -28,6 +28,10 @@ from hermes_plugin_harness.rules import classify
         ),
         ("[Request interrupted by user for tool use]", "claude_code.interrupt"),
         (
+            "<task-notification>\n<task-id>b1</task-id>\n</task-notification>",
+            "claude_code.task_notification",
+        ),
+        (
             "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>",
             "codex.environment_context",
         ),

@@ -26,6 +26,7 @@ BLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"<(command-name|command-message|command-args|local-command-stdout|"
             r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>.*?(?:</\1>|\Z)",
         ),
+        ("claude_code.task_notification", r"<task-notification>.*?(?:</task-notification>|\Z)"),
         ("codex.environment_context", r"<environment_context>.*?(?:</environment_context>|\Z)"),
         ("codex.user_instructions", r"<user_instructions>.*?(?:</user_instructions>|\Z)"),
         ("codex.turn_aborted", r"<turn_aborted>.*?(?:</turn_aborted>|\Z)"),
