@@ -221,7 +221,6 @@ def _places(
         if joined is not None:
             joined.absorb(hit, rows)
             continue
-        places.append(_Place(hit, rows))
-        if len(places) >= limit:
-            break
+        if len(places) < limit:  # past the limit a hit may still widen a place
+            places.append(_Place(hit, rows))
     return places
