@@ -108,23 +108,39 @@ def pick_importer(importers: list[Importer], path: Path, name: str | None = None
     raise ImportFormatError(f"{path}: no importer recognises this file; known formats: {known}")
 
 
-def split_turns(messages: list[Message]) -> tuple[str, list[list[Message]]]:
-    """The leading system text, and the rest grouped into turns (each opened by a user message)."""
+def split_turns(
+    messages: list[Message], mark: Callable[[Message], Message] | None = None
+) -> tuple[str, list[list[Message]]]:
+    """The leading system text, and the rest grouped into turns (each opened by a user message).
+
+    :param mark: sets :attr:`Message.harness` (the host's ``detect_harness``);
+        consecutive user messages merge into one opener only when neither is
+        harness text, so a harness wrapper never hides the user's words.
+    """
     system_parts: list[str] = []
     turns: list[list[Message]] = []
     for message in messages:
+        if mark is not None:
+            message = mark(message)
         if message.role == "system":
             if not turns:
                 system_parts.append(message.text())
                 continue
-            message = Message(role="user", content=f"[system note]\n{message.text()}")
+            message = Message(
+                role="user",
+                content=f"[system note]\n{message.text()}",
+                harness=message.harness or "transcript.system_note",
+            )
         if message.role == "user" or not turns:
             if message.role != "user":
                 turns.append([Message(role="user", content="[replay: transcript opens here]")])
             else:
-                if turns and turns[-1] and turns[-1][-1].role == "user" and len(turns[-1]) == 1:
+                lone = turns[-1][0] if turns and len(turns[-1]) == 1 else None
+                if lone is not None and lone.role == "user" and not lone.harness and not (
+                    message.harness
+                ):
                     # consecutive user messages: merge so a turn keeps one user opener
-                    merged = turns[-1][0].text() + "\n\n" + message.text()
+                    merged = lone.text() + "\n\n" + message.text()
                     turns[-1][0] = Message(role="user", content=merged)
                     continue
                 turns.append([message])
@@ -155,7 +171,7 @@ def replay(
     conv: ImportedConversation = conversations[conversation]
     if context_length is not None:
         hermes.settings.model.context_length = context_length
-    system_text, turns = split_turns(conv.messages)
+    system_text, turns = split_turns(conv.messages, hermes.harness)
     session = hermes.new_session(
         title=conv.title or transcript.name,
         cwd="",

@@ -567,6 +567,33 @@ class SessionStoreSuite:
         assert view[1].origin_id == old[1].id
         assert store.get_messages([late[0].id])[0].annotations == {"suite": "late"}
 
+    @pytest.mark.parametrize("in_place", [True, False])
+    def test_harness_flag_round_trips_and_is_carried(
+        self, store: SessionStore, in_place: bool
+    ) -> None:
+        sid = store.create_session(NewSession(title="A")).id
+        wrapped = NewMessage(
+            message=Message(
+                role="user",
+                content="<system-reminder>x</system-reminder>",
+                harness="claude_code.system_reminder",
+            )
+        )
+        old = store.append_messages(sid, [wrapped, user("real words")])
+        assert [m.message.harness for m in old] == ["claude_code.system_reminder", None]
+        commit = store.archive_and_compact(
+            sid,
+            [summary("s"), carry(old[0])],
+            watermark=old[-1].id,
+            in_place=in_place,
+            child=None if in_place else NewSession(title="A (continued)"),
+        )
+        view = store.active_messages(commit.child_session_id or sid)
+        assert view[1].message.harness == "claude_code.system_reminder", (
+            "a carried row must keep Message.harness"
+        )
+        assert store.get_messages([old[1].id])[0].message.harness is None
+
     def test_annotations_must_be_json_text(self, store: SessionStore, session_id: str) -> None:
         bad = {"message": {"role": "user", "content": "x"}, "annotations": {"k": "\ud800"}}
         with pytest.raises(ValidationError, match="annotations"):

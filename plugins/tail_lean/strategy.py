@@ -63,7 +63,7 @@ from .sections import (
 )
 
 #: the tail's upper bound never exceeds this share of the threshold
-TAIL_SHARE = 0.35
+TAIL_SHARE = 0.30
 LARGEST_EVICTED = 5
 
 
@@ -72,9 +72,9 @@ def recovery_id(row: StoredMessage) -> int:
 
 
 #: the Identifier Index never takes more than this share of the threshold ...
-INDEX_SHARE = 1 / 8
-#: ... unless that is below this many tokens (the default budget)
-INDEX_FLOOR = 2_000
+INDEX_SHARE = 1 / 96
+#: ... unless that is below this many tokens
+INDEX_FLOOR = 300
 
 
 def index_budget(settings: CompressionSettings) -> int:
@@ -124,7 +124,7 @@ class LeanTail(TailStrategy):
             self._quotes(evicted, skip, min(settings.user_quote_budget_tokens, threshold // 32)),
             self._index(evicted, tail, index_budget(settings)),
             self._pointers(
-                evicted, skip, request.token_counts[:start], max(120, min(1_500, threshold // 60))
+                evicted, skip, request.token_counts[:start], max(80, min(600, threshold // 160))
             ),
         ]
         kept = sum(request.token_counts[start:])
