@@ -10,15 +10,16 @@ candidate rows with PostgreSQL's own tools:
   passed as bind parameters, never spliced into SQL.
 * **Every term as words:** the terms' tsqueries joined with ``&&``, matched
   against the ``tsvector`` (GIN index), ranked by ``ts_rank_cd`` (cover
-  density: terms close together rank higher), length normalised.
-* **Every term as substrings:** when that found fewer than ``limit`` rows,
-  ``body ILIKE`` every term (``%``, ``_`` and ``\\`` escaped), served by the
-  ``pg_trgm`` GIN index when the extension is installed (including CJK
-  text, which the word parser keeps as whole runs), newest first.
-* **Some of the terms:** when still short of ``limit``, the tsqueries
-  joined with ``||``, ranked by ``ts_rank`` (each term's weight saturates,
-  so a row covering more terms ranks higher), plus ``body ILIKE`` any term,
-  newest first.
+  density: terms close together rank higher), length normalised; when that
+  gives fewer than ``limit`` hits, **some of the terms as words**: the
+  tsqueries joined with ``||``, ranked by ``ts_rank`` (each term's weight
+  saturates, so a row covering more terms ranks higher).
+* **As substrings:** when still short of ``limit``, ``body ILIKE`` every
+  term, then any term (``%``, ``_`` and ``\\`` escaped), served by the
+  ``pg_trgm`` GIN index when the extension is installed (including CJK text,
+  which the word parser keeps as whole runs), newest first. So a row that
+  covers every term only as substrings is looked for when the word index
+  gives fewer than ``limit`` hits, as in the SQLite store.
 * The ``simple`` configuration: no stemming and no stop words, the same
   words the SQLite store's unicode61 index matches.
 """
@@ -66,6 +67,7 @@ class Query:
                 self.params[f"t{index}"] = term
                 words.append(f"phraseto_tsquery('simple', %(t{index})s)")
         self.every_word = len(words) == len(terms)
+        self.words = len(words)
         self.all_words = "(" + " && ".join(words) + ")" if words else None
         self.any_word = "(" + " || ".join(words) + ")" if words else None
         self.all_likes = "(" + " AND ".join(likes) + ")"
@@ -120,21 +122,22 @@ def search(
     while True:
         found: list[Candidate] = []
         full = False
-        if q.all_words is not None:  # every term as words
+        if q.all_words is not None:  # every term as words, then some of them
             rows = _run(conn, word_sql(q, q.all_words, "ts_rank_cd"), q, k)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
-            hits = rank(found, terms, limit)
-            if len(hits) >= limit:
+            if len(hits := rank(found, terms, limit)) >= limit:
                 return hits
-        rows = _substring_rows(conn, q, q.all_likes, session_ids, k)  # every term as substrings
-        full = full or len(rows) >= k
-        found += _candidates(rows, every=False)
-        if len(terms) > 1 and len(rank(found, terms, limit)) < limit:  # some of the terms
-            if q.any_word is not None:
+            if q.any_word is not None and q.words > 1:
                 rows = _run(conn, word_sql(q, q.any_word, "ts_rank"), q, k)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
+                if len(hits := rank(found, terms, limit)) >= limit:
+                    return hits
+        rows = _substring_rows(conn, q, q.all_likes, session_ids, k)  # as substrings
+        full = full or len(rows) >= k
+        found += _candidates(rows, every=False)
+        if len(terms) > 1 and len(rank(found, terms, limit)) < limit:
             rows = _substring_rows(conn, q, q.any_like, session_ids, k)
             full = full or len(rows) >= k
             found += _candidates(rows, every=False)
