@@ -34,12 +34,14 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hermes_core.searchkit import Candidate, has_word, query_terms, rank
+from hermes_core.searchkit import Candidate, TermMatcher, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
 
 from .rows import search_text
 
 SHORT_SCAN_ROWS = 50_000
+#: a session of at most this many rows is read whole for substrings, not through the trigram index
+SESSION_SCAN_ROWS = 5_000
 TRIGRAMS_PER_TERM = 12
 _MAX_CANDIDATES = 20_000
 WORD = "messages_fts_word"
@@ -72,6 +74,7 @@ class Scope:
     session_id: str | None = None
     low: int = 0
     high: int = 0
+    rows: int = 0
 
 
 def scopes(conn: sqlite3.Connection, session_ids: Sequence[str] | None) -> list[Scope]:
@@ -80,11 +83,11 @@ def scopes(conn: sqlite3.Connection, session_ids: Sequence[str] | None) -> list[
         return [Scope()]
     out = []
     for sid in dict.fromkeys(session_ids):
-        lo, hi = conn.execute(
-            "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (sid,)
+        lo, hi, count = conn.execute(
+            "SELECT min(id), max(id), count(*) FROM messages WHERE session_id = ?", (sid,)
         ).fetchall()[0]
         if lo is not None:
-            out.append(Scope(sid, int(lo), int(hi)))
+            out.append(Scope(sid, int(lo), int(hi), int(count)))
     return out
 
 
@@ -242,10 +245,15 @@ def search(
                     found.add(rows, k, scored=True, every=False)
                 if len(hits := ranked()) >= limit:
                     return hits
-        if tri_terms:  # every term as substrings, then some of them
+        small = [sc for sc in where if sc.session_id is not None and sc.rows <= SESSION_SCAN_ROWS]
+        large = [sc for sc in where if sc not in small]
+        if small:  # as substrings, exactly: read the small sessions' rows
+            for scope in small:
+                _scan(conn, found, scope, active_only, terms, k, some=len(terms) > 1)
+        if large and tri_terms:  # every term as substrings, then some of them
             match = " ".join(trigram_match(t) for t in tri_terms)
             contains = _contains("AND", tri_terms)
-            for scope in where:
+            for scope in large:
                 rows = _fts(
                     conn,
                     TRIGRAM,
@@ -260,7 +268,7 @@ def search(
             if len(tri_terms) > 1 and len(ranked()) < limit:
                 match = " OR ".join(f"({trigram_match(t)})" for t in tri_terms)
                 contains = _contains("OR", tri_terms)
-                for scope in where:
+                for scope in large:
                     rows = _fts(
                         conn,
                         TRIGRAM,
@@ -272,14 +280,75 @@ def search(
                         contains=contains,
                     )
                     found.add(rows, k, scored=False, every=False)
-        elif short:
-            for scope in where:
+        elif large and short:
+            for scope in large:
                 ids = _short_scan(conn, short, scope, active_only, k)
                 found.add([(i, 0.0) for i in ids], k, scored=False, every=False)
         hits = ranked()
         if len(hits) >= limit or not found.full or k >= _MAX_CANDIDATES:
             return hits
         k *= 4
+
+
+def _scan(
+    conn: sqlite3.Connection,
+    found: _Found,
+    scope: Scope,
+    active_only: bool,
+    terms: tuple[str, ...],
+    k: int,
+    *,
+    some: bool,
+) -> None:
+    """Add the newest ``k`` rows of a small session covering every term (and, with
+    ``some``, the newest ``k`` covering any), checked on their text."""
+    matcher = TermMatcher(terms)
+    every: list[tuple[int, float]] = []
+    any_: list[tuple[int, float]] = []
+    where = ["session_id = ?"]
+    params: list[object] = [scope.session_id]
+    if active_only:
+        where.append("active = 1")
+    # SQL drops the rows holding none of the terms (ASCII case folded; a term with
+    # other letters, quotes or backslashes, which the stored JSON may spell otherwise,
+    # leaves every row to the exact check below)
+    if all(t.isascii() and '"' not in t and "\\" not in t for t in terms):
+        text = "lower(coalesce(content, '') || char(10) || coalesce(tool_calls, ''))"
+        where.append("(" + " OR ".join(f"instr({text}, ?) > 0" for _ in terms) + ")")
+        params.extend(t.lower() for t in terms)
+    sql = (
+        "SELECT id, session_id, role, content, tool_calls, active, compacted, created_at, "
+        f"coalesce(origin_root, id), fts_cap FROM messages WHERE {' AND '.join(where)} "
+        "ORDER BY id DESC"
+    )
+    for mid, sid, role, content, calls, active, compacted, created_at, root, cap in conn.execute(
+        sql, params
+    ):
+        cand = found.rows.get(int(mid))
+        if cand is None:
+            cand = Candidate(
+                message_id=int(mid),
+                session_id=sid,
+                role=role,
+                active=bool(active),
+                compacted=bool(compacted),
+                created_at=created_at,
+                root=int(root),
+                text=search_text(content, calls)[: int(cap)],
+            )
+        if cand.covered is None:
+            cand.covered = matcher.count(cand.text)
+        if not cand.covered:
+            continue
+        found.rows[cand.message_id] = cand
+        if cand.covered >= len(terms) and len(every) < k:
+            every.append((cand.message_id, 0.0))
+        elif some and len(any_) < k:
+            any_.append((cand.message_id, 0.0))
+        if len(every) >= k and (not some or len(any_) >= k):
+            break
+    found.add(every, k, scored=False, every=False)
+    found.add(any_, k, scored=False, every=False)
 
 
 def _rank(
