@@ -136,8 +136,11 @@ def split_turns(
                 turns.append([Message(role="user", content="[replay: transcript opens here]")])
             else:
                 lone = turns[-1][0] if turns and len(turns[-1]) == 1 else None
-                if lone is not None and lone.role == "user" and not lone.harness and not (
-                    message.harness
+                if (
+                    lone is not None
+                    and lone.role == "user"
+                    and not lone.harness
+                    and not (message.harness)
                 ):
                     # consecutive user messages: merge so a turn keeps one user opener
                     merged = lone.text() + "\n\n" + message.text()

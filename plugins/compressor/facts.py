@@ -274,7 +274,8 @@ def extract_facts(messages: Sequence[Message], ids: Sequence[int | None]) -> lis
             prose = strip_reasoning(message.text())
             if prose.strip():
                 narration = all(
-                    _NARRATION.match(_fold(sentence)) for sentence in _SENTENCE.findall(prose)
+                    _NARRATION.match(_fold(sentence))
+                    for sentence in _SENTENCE.findall(prose)
                     if sentence.strip()
                 )
                 decisions = [
@@ -298,8 +299,10 @@ def extract_facts(messages: Sequence[Message], ids: Sequence[int | None]) -> lis
         elif message.role == "tool":
             found = calls.get(message.tool_call_id or "")
             outcome, errors, boost = _outcome(message.text())
-            if found is not None and _LOOKUP_TOOLS.search(found[2]) and len(message.text()) > (
-                SHORT_OUTPUT_CHARS
+            if (
+                found is not None
+                and _LOOKUP_TOOLS.search(found[2])
+                and len(message.text()) > (SHORT_OUTPUT_CHARS)
             ):
                 errors = []
             if _ACK.match(outcome):

@@ -133,9 +133,7 @@ class SessionSearchTool(_Budgeted):
         }
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        problem = _check_arguments(
-            self.name, arguments, {"query": str, "limit": int}, self.USAGE
-        )
+        problem = _check_arguments(self.name, arguments, {"query": str, "limit": int}, self.USAGE)
         if problem:
             return problem
         query = str(arguments.get("query") or "").strip()

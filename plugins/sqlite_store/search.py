@@ -21,9 +21,12 @@ candidate rows with SQLite's own indexes:
   rows holding those of any term; the ranking keeps those whose text really
   covers a term. A query made only of terms shorter than three characters
   scans for substrings instead, within the sessions asked, otherwise in the
-  newest :data:`SHORT_SCAN_ROWS` messages. So a row that covers every term
-  only as substrings is looked for when the word index gives fewer than
-  ``limit`` hits.
+  newest :data:`SHORT_SCAN_ROWS` messages. A session of at most
+  :data:`SESSION_SCAN_ROWS` rows is read whole instead (``instr`` drops the
+  rows holding no term, the shared coverage check decides): exact, and
+  cheaper than intersecting a big database's trigram lists. So a row that
+  covers every term only as substrings is looked for when the word index
+  gives fewer than ``limit`` hits.
 * Sessions are searched one by one within their id range (``rowid
   BETWEEN``), so the cost follows the sessions asked, not the database.
 """

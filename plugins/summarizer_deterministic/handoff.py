@@ -124,7 +124,9 @@ class DeterministicSummarizer(Summarizer):
             facts = [f for f in facts if f is not first]
         if request.focus:
             goal = f"{goal}\nFocus for what follows: {request.focus}".strip()
-        progress = _section(facts, prev.progress, {"request", "answer", "command"}, limit["progress"])
+        progress = _section(
+            facts, prev.progress, {"request", "answer", "command"}, limit["progress"]
+        )
         summary = HandoffSummary(
             goal=goal[: limit["goal"] + 200],
             constraints=_section(facts, prev.constraints, {"constraint"}, limit["constraints"]),
