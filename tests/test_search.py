@@ -219,3 +219,7 @@ def test_scope_compacted_and_bad_input(store: SessionStore) -> None:
             search_with_context(store, "plover", session_ids=[sid], **kwargs)
     with pytest.raises(ValidationError):
         search_with_context(store, "plover", session_ids=sid)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        search_with_context(store, "plover", session_ids=iter([sid]))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        search_with_context(store, 42, session_ids=[sid])  # type: ignore[arg-type]
