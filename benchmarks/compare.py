@@ -59,6 +59,9 @@ RESULTS = REPO / "benchmarks" / "results"
 PARTS = ("compress", "identifiers", "store", "runtime", "tokens", "postgres", "recall")
 GROWTH = Target(on="ours", op="<", value=1.5, text="< 1.5", source="issue 4 / issue 10")
 HANDOVER = Target(on="ours", op="<", value=50.0, text="p50 < 50 ms", source="issue 9 / issue 10")
+PG_VS_SQLITE_P95 = Target(
+    on="ratio", op="<=", value=2.0, text="<= 2x SQLite p95", source="issue 14"
+)
 
 
 class Options(BaseModel):
@@ -210,7 +213,16 @@ def runtime_section(opts: Options) -> Section:
     return section
 
 
-def postgres_section(opts: Options) -> Section:
+def _sqlite_search_p95(sections: list[Section], size: str) -> float | None:
+    """Our SQLite store's search p95 at ``size`` from this run's store section, if it ran."""
+    for section in sections:
+        found = section.detail.get("search", {}).get(size) if section.detail else None
+        if found and "ours" in found:
+            return float(found["ours"]["all"]["p95_ms"])
+    return None
+
+
+def postgres_section(opts: Options, earlier: list[Section] | None = None) -> Section:
     from hermes_plugin_postgres_store.testing import find_dsn
 
     dsn, reason = find_dsn()
@@ -263,6 +275,19 @@ def postgres_section(opts: Options) -> Section:
                 theirs_text="n/a",
             ).finish()
         )
+        lite = _sqlite_search_p95(earlier or [], size)
+        if lite is not None:
+            section.rows.append(
+                Row(
+                    key=f"pg_search_{size}_vs_sqlite",
+                    metric="  p95 vs our SQLite store's, same queries",
+                    unit="ms",
+                    ours=row["all"]["p95_ms"],
+                    theirs=lite,
+                    baseline="SQLite store, this run",
+                    target=PG_VS_SQLITE_P95 if size == "1000000" else None,
+                ).finish()
+            )
     section.rows.append(
         Row(
             key="pg_archive_and_compact",
@@ -361,7 +386,7 @@ def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
         ],
         "runtime": lambda: [runtime_section(opts)],
         "tokens": lambda: [tokens_section(opts)],
-        "postgres": lambda: [postgres_section(opts)],
+        "postgres": lambda: [postgres_section(opts, sections)],
         "recall": lambda: [
             recall_part.run_section(
                 recall_part.SESSIONS[: opts.recall_sessions], opts.recall_windows, log=log

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hermes_core.storekit import check_count
+from hermes_core.storekit import check_count, check_search_scope
 from hermes_hookspecs.messages import Message, content_text
 from hermes_hookspecs.records import SearchHit, StoredMessage
 from hermes_hookspecs.store import SessionStore
@@ -151,12 +151,13 @@ def search_with_context(
     """
     check_count(limit, "limit")
     check_count(neighbours, "neighbours")
-    if limit == 0 or (session_ids is not None and len(session_ids) == 0):
+    scope = check_search_scope(None, session_ids)
+    if limit == 0 or scope == []:
         return []
     wanted = limit * (2 * neighbours + 1)
     while True:
         hits = store.search(
-            query, session_ids=session_ids, include_compacted=include_compacted, limit=wanted
+            query, session_ids=scope, include_compacted=include_compacted, limit=wanted
         )
         places = _places(store, hits, limit, neighbours, include_compacted)
         if len(places) >= limit or len(hits) < wanted or wanted >= MAX_HITS:
@@ -221,7 +222,6 @@ def _places(
         if joined is not None:
             joined.absorb(hit, rows)
             continue
-        places.append(_Place(hit, rows))
-        if len(places) >= limit:
-            break
+        if len(places) < limit:  # past the limit a hit may still widen a place
+            places.append(_Place(hit, rows))
     return places

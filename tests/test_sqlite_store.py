@@ -631,3 +631,34 @@ def test_too_old_sqlite_library_is_named() -> None:
         check_sqlite_version("3.31.1")
     check_sqlite_version("3.35.0")
     check_sqlite_version(sqlite3.sqlite_version)
+
+
+def test_search_small_session_scan_agrees_with_the_trigram_index(
+    store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hermes_plugin_sqlite_store.search as search_module
+
+    sid = store.create_session(NewSession()).id
+    other = store.create_session(NewSession()).id
+    store.append_messages(other, [user("FormsetFactory in the other session")])
+    store.append_messages(
+        sid,
+        [
+            user("the FormsetFactory builder"),
+            call("c1", '{"path": "/srv/app/Settings.py", "note": "say \\"hi\\""}'),
+            result("c1", "ok"),
+            user("我们的数据库很大"),
+            user("mset and factory apart"),
+            user("plain words only"),
+        ],
+    )
+    queries = ["msetfac", "SETTINGS.PY", 'say "hi"', "数据库", "msetfac settings.py", "ms", "zzz q"]
+
+    def answers() -> dict[str, list[int]]:
+        return {q: [h.message_id for h in store.search(q, session_ids=[sid])] for q in queries}
+
+    scanned = answers()  # a small session: its rows are read whole
+    monkeypatch.setattr(search_module, "SESSION_SCAN_ROWS", 0)  # now through the trigram index
+    assert answers() == scanned
+    assert scanned["msetfac"] and scanned["数据库"] and scanned["SETTINGS.PY"]
+    assert scanned["zzz q"] == []

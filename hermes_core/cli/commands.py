@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..plugins import implemented_hooks, origins
+from ..search import search_with_context
 from . import State, cli
 from .render import chart_file, print_replay_report
 
@@ -201,22 +202,25 @@ def sessions_search(
 ) -> None:
     """Full-text search; each hit is a recovery pointer with context around it."""
     hermes = state.hermes()
-    store = hermes.store()
-    hits = store.search(
-        query, session_id=session_id, limit=limit, include_compacted=not active_only
+    results = search_with_context(
+        hermes.store(),
+        query,
+        session_ids=[session_id] if session_id else None,
+        limit=limit,
+        neighbours=context,
+        include_compacted=not active_only,
     )
-    out: list[dict[str, Any]] = []
-    for hit in hits:
-        around = store.message_context(hit.message_id, before=context, after=context)
-        out.append(
-            {
-                "hit": hit.model_dump(mode="json"),
-                "context": [
-                    {"id": r.id, "role": r.message.role, "text": r.message.text()[:500]}
-                    for r in around
-                ],
-            }
-        )
+    out: list[dict[str, Any]] = [
+        {
+            "hit": result.hit.model_dump(mode="json"),
+            "hits": [h.message_id for h in result.hits],
+            "context": [
+                {"id": r.id, "role": r.message.role, "text": r.message.text()[:500]}
+                for r in result.window
+            ],
+        }
+        for result in results
+    ]
     if as_json:
         emit_json(out)
         return

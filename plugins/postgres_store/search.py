@@ -9,16 +9,18 @@ candidate rows with PostgreSQL's own tools:
   ordinary characters); a term of several words is a phrase. Terms are
   passed as bind parameters, never spliced into SQL.
 * **Every term as words:** the terms' tsqueries joined with ``&&``, matched
-  against the ``tsvector`` (GIN index), ranked by ``ts_rank_cd`` (cover
-  density: terms close together rank higher), length normalised.
-* **Every term as substrings:** when that found fewer than ``limit`` rows,
-  ``body ILIKE`` every term (``%``, ``_`` and ``\\`` escaped), served by the
-  ``pg_trgm`` GIN index when the extension is installed (including CJK
-  text, which the word parser keeps as whole runs), newest first.
-* **Some of the terms:** when still short of ``limit``, the tsqueries
-  joined with ``||``, ranked by ``ts_rank`` (each term's weight saturates,
-  so a row covering more terms ranks higher), plus ``body ILIKE`` any term,
-  newest first.
+  against the ``tsvector`` (GIN index), ranked by ``ts_rank`` (length
+  normalised; ``ts_rank_cd`` reads positions and costs 40% more a row, and
+  every matching row is ranked); when that gives fewer than ``limit`` hits,
+  **some of the terms as words**: the tsqueries joined with ``||``, ranked by
+  ``ts_rank`` (each term's weight saturates, so a row covering more terms
+  ranks higher).
+* **As substrings:** when still short of ``limit``, ``body ILIKE`` every
+  term, then any term (``%``, ``_`` and ``\\`` escaped), served by the
+  ``pg_trgm`` GIN index when the extension is installed (including CJK text,
+  which the word parser keeps as whole runs), newest first. So a row that
+  covers every term only as substrings is looked for when the word index
+  gives fewer than ``limit`` hits, as in the SQLite store.
 * The ``simple`` configuration: no stemming and no stop words, the same
   words the SQLite store's unicode61 index matches.
 """
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
     import psycopg
 
 MAX_CANDIDATES = 20_000
-#: substring-only matches are looked for in the newest rows first (see substring_rows)
+#: substrings are looked for in the newest rows first (see _substring_rows)
 NEWEST_WINDOW = 20_000
+#: sessions of at most this many rows in all are read for substrings without the trigram index
+SESSION_SCAN_ROWS = 20_000
 _COLUMNS = (
     "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
     "coalesce(m.origin_root, m.id), f.body, {relevance} "
@@ -58,18 +62,17 @@ class Query:
         self.terms = terms
         self.params: dict[str, Any] = {}
         words = []
-        likes = []
+        self._likes = []
         for index, term in enumerate(terms):
             self.params[f"p{index}"] = like_pattern(term)
-            likes.append(f"f.body ILIKE %(p{index})s")
+            self._likes.append(f"{{body}} ILIKE %(p{index})s")
             if has_word(term):
                 self.params[f"t{index}"] = term
                 words.append(f"phraseto_tsquery('simple', %(t{index})s)")
         self.every_word = len(words) == len(terms)
+        self.words = len(words)
         self.all_words = "(" + " && ".join(words) + ")" if words else None
         self.any_word = "(" + " || ".join(words) + ")" if words else None
-        self.all_likes = "(" + " AND ".join(likes) + ")"
-        self.any_like = "(" + " OR ".join(likes) + ")"
         self.scope: list[str] = []
         if session_ids is not None:
             self.scope.append("f.session_id = ANY(%(sids)s)")
@@ -80,26 +83,32 @@ class Query:
     def where(self, *conditions: str) -> str:
         return " AND ".join([*conditions, *self.scope])
 
+    def likes(self, *, every: bool, indexed: bool) -> str:
+        """Every (or any) term as a substring. Not ``indexed``, the body is matched as
+        ``(f.body || '')``, which pg_trgm's index cannot serve: the planner then reads
+        rows in id order and stops after ``k`` matches."""
+        body = "f.body" if indexed else "(f.body || '')"
+        glue = " AND " if every else " OR "
+        return "(" + glue.join(like.format(body=body) for like in self._likes) + ")"
 
-def word_sql(query: Query, tsquery: str, ranker: str) -> str:
-    """Rows whose tsvector matches ``tsquery``, best ``ranker`` first."""
-    relevance = f"{ranker}(f.tsv, {tsquery}, 1)::float8 AS r"
+
+def word_sql(query: Query, tsquery: str) -> str:
+    """Rows whose tsvector matches ``tsquery``, best ``ts_rank`` first (length normalised)."""
+    relevance = f"ts_rank(f.tsv, {tsquery}, 1)::float8 AS r"
     sql = _COLUMNS.format(relevance=relevance, where=query.where(f"f.tsv @@ {tsquery}"))
     return sql + "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
 
 
-def substring_sql(query: Query, likes: str, *, floor: bool, global_order: bool) -> str:
-    """Rows matching ``likes``, newest first.
+def substring_sql(query: Query, likes: str, *, bounded: bool, indexed: bool) -> str:
+    """Rows matching ``likes``, newest first (``bounded``: ids in ``(lo, hi]`` only).
 
-    With ``floor`` only rows with a larger id are read (the newest
-    :data:`NEWEST_WINDOW` rows): if ``k`` matches are there, they are the
-    newest ``k`` of all. ``global_order`` orders by ``message_id + 0``, which
-    keeps the planner on the trigram index instead of a backward id scan.
+    Through the trigram index (``indexed``) the order is ``message_id + 0``,
+    which keeps the planner on that index instead of a backward id scan.
     """
     conditions = [likes]
-    if floor:
-        conditions.append("f.message_id > %(floor)s")
-    order = "f.message_id + 0" if global_order and not floor else "f.message_id"
+    if bounded:
+        conditions.append("f.message_id > %(lo)s AND f.message_id <= %(hi)s")
+    order = "f.message_id + 0" if indexed else "f.message_id"
     sql = _COLUMNS.format(relevance="NULL::float8", where=query.where(*conditions))
     return sql + f"ORDER BY {order} DESC LIMIT %(k)s"
 
@@ -116,26 +125,29 @@ def search(
     if not terms or limit <= 0 or (session_ids is not None and not session_ids):
         return []
     q = Query(terms, session_ids, not include_compacted)
+    # a search reads few rows: starting parallel workers would cost more than they save
+    conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
     k = max(limit * 3 + 10, 30)
     while True:
         found: list[Candidate] = []
         full = False
-        if q.all_words is not None:  # every term as words
-            rows = _run(conn, word_sql(q, q.all_words, "ts_rank_cd"), q, k)
+        if q.all_words is not None:  # every term as words, then some of them
+            rows = _run(conn, word_sql(q, q.all_words), q, k)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
-            hits = rank(found, terms, limit)
-            if len(hits) >= limit:
+            if len(hits := rank(found, terms, limit)) >= limit:
                 return hits
-        rows = _substring_rows(conn, q, q.all_likes, session_ids, k)  # every term as substrings
-        full = full or len(rows) >= k
-        found += _candidates(rows, every=False)
-        if len(terms) > 1 and len(rank(found, terms, limit)) < limit:  # some of the terms
-            if q.any_word is not None:
-                rows = _run(conn, word_sql(q, q.any_word, "ts_rank"), q, k)
+            if q.any_word is not None and q.words > 1:
+                rows = _run(conn, word_sql(q, q.any_word), q, k)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
-            rows = _substring_rows(conn, q, q.any_like, session_ids, k)
+                if len(hits := rank(found, terms, limit)) >= limit:
+                    return hits
+        rows = _substring_rows(conn, q, True, session_ids, k)  # as substrings
+        full = full or len(rows) >= k
+        found += _candidates(rows, every=False)
+        if len(terms) > 1 and len(rank(found, terms, limit)) < limit:
+            rows = _substring_rows(conn, q, False, session_ids, k)
             full = full or len(rows) >= k
             found += _candidates(rows, every=False)
         hits = rank(found, terms, limit)
@@ -151,20 +163,38 @@ def _run(conn: psycopg.Connection[Any], sql: str, q: Query, k: int, **extra: Any
 def _substring_rows(
     conn: psycopg.Connection[Any],
     q: Query,
-    likes: str,
+    every: bool,
     session_ids: Sequence[str] | None,
     k: int,
 ) -> list[Any]:
-    if session_ids is None:
-        top = conn.execute("SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
-        floor = int(top[0]) - NEWEST_WINDOW if top else 0
-        if floor > 0:
-            sql = substring_sql(q, likes, floor=True, global_order=True)
-            found = _run(conn, sql, q, k, floor=floor)
-            if len(found) >= k:
-                return found
-    sql = substring_sql(q, likes, floor=False, global_order=session_ids is None)
-    return _run(conn, sql, q, k)
+    """The newest ``k`` rows holding every (or any) term as a substring.
+
+    Sessions of at most :data:`SESSION_SCAN_ROWS` rows in all are read in id
+    order (cheaper than the trigram index's long lists over a big database);
+    otherwise the trigram index serves, first for the newest
+    :data:`NEWEST_WINDOW` rows (if ``k`` matches are there they are the newest
+    ``k`` of all), then for the older ones.
+    """
+    if session_ids is not None:
+        count = conn.execute(
+            "SELECT count(*) FROM message_search WHERE session_id = ANY(%s)", (list(session_ids),)
+        ).fetchone()
+        indexed = bool(count and int(count[0]) > SESSION_SCAN_ROWS)
+        sql = substring_sql(
+            q, q.likes(every=every, indexed=indexed), bounded=False, indexed=indexed
+        )
+        return _run(conn, sql, q, k)
+    top = conn.execute("SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
+    hi = int(top[0]) if top else 0
+    likes = q.likes(every=every, indexed=True)
+    sql = substring_sql(q, likes, bounded=True, indexed=True)
+    found: list[Any] = []
+    if hi > NEWEST_WINDOW:  # the newest rows first: a common fragment is found there
+        found = _run(conn, sql, q, k, lo=hi - NEWEST_WINDOW, hi=hi)
+        if len(found) >= k:
+            return found
+        hi -= NEWEST_WINDOW
+    return found + _run(conn, sql, q, k - len(found), lo=0, hi=hi)
 
 
 def _candidates(rows: list[Any], *, every: bool) -> list[Candidate]:

@@ -457,7 +457,7 @@ class PostgresSessionStore(SessionStore):
             raise ValidationError(f"search query must be a str, got {type(query).__name__}")
         check_count(limit, "limit")
         scope = check_search_scope(session_id, session_ids)
-        with self._conn() as conn:
+        with self._tx() as conn:  # one snapshot for every pass
             return search.search(
                 conn,
                 query,

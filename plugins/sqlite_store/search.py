@@ -9,19 +9,24 @@ candidate rows with SQLite's own indexes:
   filters, parentheses, quotes) is plain text; a term with several words
   (``session.go``) is a phrase.
 * **Every term as words:** the word index (unicode61, diacritics folded)
-  asked for all terms at once, best bm25 first.
-* **Every term as substrings:** when that found fewer than ``limit`` rows,
-  the trigram index (``detail=none``: which rows hold a trigram, not where)
-  gives the rows holding every trigram of each term of three or more
-  characters (at most :data:`TRIGRAMS_PER_TERM` spread over a long term),
-  newest first; the ranking then keeps those whose text really covers the
-  terms. A query made only of terms shorter than three characters scans for
-  substrings instead, within the sessions asked, otherwise in the newest
-  :data:`SHORT_SCAN_ROWS` messages.
-* **Some of the terms:** when still short of ``limit``, the word index asked
-  for any term (``"a" OR "b" ...``), best bm25 first, plus the trigram index
-  for any term as a substring (``(t1 trigrams) OR (t2 trigrams) ...``),
-  newest first.
+  asked for all terms at once, best bm25 first; when that gives fewer than
+  ``limit`` hits, **some of the terms as words**: the word index asked for any
+  term (``"a" OR "b" ...``), best bm25 first. The ranking
+  (:mod:`hermes_core.searchkit`) sees which terms each row covers, also as
+  substrings, so a row covering every term ranks first however it was found.
+* **As substrings:** when still short of ``limit``, the trigram index
+  (``detail=none``: which rows hold a trigram, not where) gives the rows
+  holding every trigram of each term of three or more characters (at most
+  :data:`TRIGRAMS_PER_TERM` spread over a long term), newest first, then the
+  rows holding those of any term; the ranking keeps those whose text really
+  covers a term. A query made only of terms shorter than three characters
+  scans for substrings instead, within the sessions asked, otherwise in the
+  newest :data:`SHORT_SCAN_ROWS` messages. A session of at most
+  :data:`SESSION_SCAN_ROWS` rows is read whole instead (``instr`` drops the
+  rows holding no term, the shared coverage check decides): exact, and
+  cheaper than intersecting a big database's trigram lists. So a row that
+  covers every term only as substrings is looked for when the word index
+  gives fewer than ``limit`` hits.
 * Sessions are searched one by one within their id range (``rowid
   BETWEEN``), so the cost follows the sessions asked, not the database.
 """
@@ -32,12 +37,14 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hermes_core.searchkit import Candidate, has_word, query_terms, rank
+from hermes_core.searchkit import Candidate, TermMatcher, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
 
 from .rows import search_text
 
 SHORT_SCAN_ROWS = 50_000
+#: a session of at most this many rows is read whole for substrings, not through the trigram index
+SESSION_SCAN_ROWS = 5_000
 TRIGRAMS_PER_TERM = 12
 _MAX_CANDIDATES = 20_000
 WORD = "messages_fts_word"
@@ -70,6 +77,7 @@ class Scope:
     session_id: str | None = None
     low: int = 0
     high: int = 0
+    rows: int = 0
 
 
 def scopes(conn: sqlite3.Connection, session_ids: Sequence[str] | None) -> list[Scope]:
@@ -78,11 +86,11 @@ def scopes(conn: sqlite3.Connection, session_ids: Sequence[str] | None) -> list[
         return [Scope()]
     out = []
     for sid in dict.fromkeys(session_ids):
-        lo, hi = conn.execute(
-            "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (sid,)
+        lo, hi, count = conn.execute(
+            "SELECT min(id), max(id), count(*) FROM messages WHERE session_id = ?", (sid,)
         ).fetchall()[0]
         if lo is not None:
-            out.append(Scope(sid, int(lo), int(hi)))
+            out.append(Scope(sid, int(lo), int(hi), int(count)))
     return out
 
 
@@ -95,21 +103,37 @@ def _fts(
     k: int,
     *,
     newest_first: bool = False,
+    contains: tuple[str, list[str]] | None = None,
 ) -> list[tuple[int, float]]:
-    """``(rowid, relevance)`` of up to ``k`` rows of ``table`` matching ``match`` in ``scope``."""
+    """``(rowid, relevance)`` of up to ``k`` rows of ``table`` matching ``match`` in ``scope``.
+
+    ``contains`` (``("AND" | "OR", terms)``) keeps only rows whose content
+    holds all (or any) of the terms, ignoring ASCII case, or that have tool
+    calls (checked later, on the full text): it drops the trigram index's
+    coincidences (every trigram present, not together) before they are read.
+    """
     where = [f"{table} MATCH ?"]
     params: list[object] = [match]
     join = ""
     if scope.session_id is not None:
         where.append(f"{table}.rowid BETWEEN ? AND ?")
         params.extend((scope.low, scope.high))
-    if scope.session_id is not None or active_only:
+    if scope.session_id is not None or active_only or contains is not None:
         join = f" CROSS JOIN messages m ON m.id = {table}.rowid"
         if scope.session_id is not None:
             where.append("m.session_id = ?")
             params.append(scope.session_id)
         if active_only:
             where.append("m.active = 1")
+        if contains is not None:
+            glue, terms = contains
+            tests = " OR " if glue == "OR" else " AND "
+            where.append(
+                "(m.tool_calls IS NOT NULL OR "
+                + tests.join("instr(lower(m.content), ?) > 0" for _ in terms)
+                + ")"
+            )
+            params.extend(t.lower() for t in terms)
     params.append(k)
     if newest_first:  # streams in rowid order and stops after k rows
         relevance, order = "0.0", f"{table}.rowid DESC"
@@ -120,6 +144,18 @@ def _fts(
         f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
     return [(int(rowid), -float(s)) for rowid, s in conn.execute(sql, params).fetchall()]
+
+
+def _contains(glue: str, terms: list[str]) -> tuple[str, list[str]] | None:
+    """The content prefilter for a trigram pass, or None when it could drop a real match.
+
+    SQLite's ``lower`` folds ASCII only, so a term with other letters is not
+    prefiltered (with ``OR`` then nothing is: any row might match that term).
+    """
+    plain = [t for t in terms if t.isascii()]
+    if not plain or (glue == "OR" and len(plain) < len(terms)):
+        return None
+    return glue, plain
 
 
 def _short_scan(
@@ -152,11 +188,11 @@ def _short_scan(
 class _Found:
     """Candidate ids gathered so far: relevance by id, and which matched every term."""
 
-    def __init__(self) -> None:
+    def __init__(self, rows: dict[int, Candidate]) -> None:
         self.relevance: dict[int, float | None] = {}
         self.all_words: set[int] = set()
         self.full = False
-        self.rows: dict[int, Candidate] = {}  # fetched rows, by id
+        self.rows = rows  # rows read so far, by id
 
     def add(self, rows: list[tuple[int, float]], k: int, *, scored: bool, every: bool) -> None:
         self.full |= len(rows) >= k
@@ -191,52 +227,131 @@ def search(
     short = tuple(t for t in terms if len(t) < 3)
     every_word = len(word_terms) == len(terms)
     k = max(limit * 3 + 10, 30)
+    fetched: dict[int, Candidate] = {}  # rows read so far, kept across rounds
     while True:
-        found = _Found()
+        found = _Found(fetched)
+
+        def ranked(found: _Found = found) -> list[SearchHit]:
+            return _rank(conn, found, terms, limit, session_ids)
+
         if word_terms:  # every term as words
             match = " ".join(quote(t) for t in word_terms)
             for scope in where:
                 rows = _fts(conn, WORD, match, scope, active_only, k)
                 found.add(rows, k, scored=True, every=every_word)
-            hits = _rank(conn, found, terms, limit, session_ids)
-            if len(hits) >= limit:
+            if len(hits := ranked()) >= limit:
                 return hits
-        if tri_terms:  # every term as substrings
+            if len(word_terms) > 1:  # some of the terms as words
+                match = " OR ".join(quote(t) for t in word_terms)
+                for scope in where:
+                    rows = _fts(conn, WORD, match, scope, active_only, k)
+                    found.add(rows, k, scored=True, every=False)
+                if len(hits := ranked()) >= limit:
+                    return hits
+        small = [sc for sc in where if sc.session_id is not None and sc.rows <= SESSION_SCAN_ROWS]
+        large = [sc for sc in where if sc not in small]
+        if small:  # as substrings, exactly: read the small sessions' rows
+            for scope in small:
+                _scan(conn, found, scope, active_only, terms, k, some=len(terms) > 1)
+        if large and tri_terms:  # every term as substrings, then some of them
             match = " ".join(trigram_match(t) for t in tri_terms)
-            for scope in where:
-                rows = _fts(conn, TRIGRAM, match, scope, active_only, k, newest_first=True)
+            contains = _contains("AND", tri_terms)
+            for scope in large:
+                rows = _fts(
+                    conn,
+                    TRIGRAM,
+                    match,
+                    scope,
+                    active_only,
+                    k,
+                    newest_first=True,
+                    contains=contains,
+                )
                 found.add(rows, k, scored=False, every=False)
-        elif short:
-            for scope in where:
+            if len(tri_terms) > 1 and len(ranked()) < limit:
+                match = " OR ".join(f"({trigram_match(t)})" for t in tri_terms)
+                contains = _contains("OR", tri_terms)
+                for scope in large:
+                    rows = _fts(
+                        conn,
+                        TRIGRAM,
+                        match,
+                        scope,
+                        active_only,
+                        k,
+                        newest_first=True,
+                        contains=contains,
+                    )
+                    found.add(rows, k, scored=False, every=False)
+        elif large and short:
+            for scope in large:
                 ids = _short_scan(conn, short, scope, active_only, k)
                 found.add([(i, 0.0) for i in ids], k, scored=False, every=False)
-        if len(terms) > 1 and len(_rank(conn, found, terms, limit, session_ids)) < limit:
-            _any_term(conn, found, where, active_only, word_terms, tri_terms, k)
-        hits = _rank(conn, found, terms, limit, session_ids)
+        hits = ranked()
         if len(hits) >= limit or not found.full or k >= _MAX_CANDIDATES:
             return hits
         k *= 4
 
 
-def _any_term(
+def _scan(
     conn: sqlite3.Connection,
     found: _Found,
-    where: list[Scope],
+    scope: Scope,
     active_only: bool,
-    word_terms: list[str],
-    tri_terms: list[str],
+    terms: tuple[str, ...],
     k: int,
+    *,
+    some: bool,
 ) -> None:
-    """Add the rows matching some of the terms: bm25-best as words, newest as substrings."""
-    if word_terms:
-        match = " OR ".join(quote(t) for t in word_terms)
-        for scope in where:
-            found.add(_fts(conn, WORD, match, scope, active_only, k), k, scored=True, every=False)
-    if tri_terms:
-        match = " OR ".join(f"({trigram_match(t)})" for t in tri_terms)
-        for scope in where:
-            rows = _fts(conn, TRIGRAM, match, scope, active_only, k, newest_first=True)
-            found.add(rows, k, scored=False, every=False)
+    """Add the newest ``k`` rows of a small session covering every term (and, with
+    ``some``, the newest ``k`` covering any), checked on their text."""
+    matcher = TermMatcher(terms)
+    every: list[tuple[int, float]] = []
+    any_: list[tuple[int, float]] = []
+    where = ["session_id = ?"]
+    params: list[object] = [scope.session_id]
+    if active_only:
+        where.append("active = 1")
+    # SQL drops the rows holding none of the terms (ASCII case folded; a term with
+    # other letters, quotes or backslashes, which the stored JSON may spell otherwise,
+    # leaves every row to the exact check below)
+    if all(t.isascii() and '"' not in t and "\\" not in t for t in terms):
+        text = "lower(coalesce(content, '') || char(10) || coalesce(tool_calls, ''))"
+        where.append("(" + " OR ".join(f"instr({text}, ?) > 0" for _ in terms) + ")")
+        params.extend(t.lower() for t in terms)
+    sql = (
+        "SELECT id, session_id, role, content, tool_calls, active, compacted, created_at, "
+        f"coalesce(origin_root, id), fts_cap FROM messages WHERE {' AND '.join(where)} "
+        "ORDER BY id DESC"
+    )
+    for mid, sid, role, content, calls, active, compacted, created_at, root, cap in conn.execute(
+        sql, params
+    ):
+        cand = found.rows.get(int(mid))
+        if cand is None:
+            cand = Candidate(
+                message_id=int(mid),
+                session_id=sid,
+                role=role,
+                active=bool(active),
+                compacted=bool(compacted),
+                created_at=created_at,
+                root=int(root),
+                text=search_text(content, calls)[: int(cap)],
+            )
+        if cand.covered is None:
+            cand.covered = matcher.count(cand.text)
+        if not cand.covered:
+            continue
+        found.rows[cand.message_id] = cand
+        if cand.covered >= len(terms) and len(every) < k:
+            every.append((cand.message_id, 0.0))
+        elif some and len(any_) < k:
+            any_.append((cand.message_id, 0.0))
+        if len(every) >= k and (not some or len(any_) >= k):
+            break
+    found.add(every, k, scored=False, every=False)
+    found.add(any_, k, scored=False, every=False)
 
 
 def _rank(
