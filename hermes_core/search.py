@@ -15,15 +15,14 @@ string values).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hermes_core.recall import STOPWORDS, content_words
+from hermes_core.recall import message_text as wire_text
 from hermes_core.storekit import check_count, check_search_scope
-from hermes_hookspecs.messages import Message, content_text
+from hermes_hookspecs.messages import Message
 from hermes_hookspecs.records import SearchHit, StoredMessage
 from hermes_hookspecs.store import SessionStore
 
@@ -35,54 +34,11 @@ __all__ = [
     "search_with_context",
 ]
 
-_STOPWORD_TEXT = """
-a an the of to in on at for by with from what which who whom whose when where why how did does do
-was were is are be been being that this these those it its into than then there their they them his
-her agent user users asked ask tell said say says first last later again exact exactly name named
-about after before while during under over as or and not no yes can could would should will may
-might get got make made use used using run ran report reported show shown kind via per
-"""
-#: Common words a query for a question leaves out (the recall probes' list).
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_QUERY_WORD = re.compile(r"[A-Za-z0-9_./'-]+")
-
-
-def content_words(question: str, k: int = 8) -> list[str]:
-    """The words of ``question`` worth searching for: no common words, none under
-    three characters, the first ``k`` kept (the recall probes' query rule)."""
-    words = [
-        word
-        for word in _QUERY_WORD.findall(question)
-        if word.lower().strip("'") not in STOPWORDS and len(word) > 2
-    ]
-    return words[:k]
-
-
-def _string_leaves(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _string_leaves(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _string_leaves(item, out)
-
-
 def message_text(message: Message) -> str:
     """What a reader sees of ``message``: its content, then for each tool call the
     function name, the raw ``arguments`` string and the decoded string values of
-    those arguments (so text escaped inside the JSON is found as written)."""
-    parts = [content_text(message.content)]
-    for call in message.tool_calls or []:
-        parts.append(call.function.name)
-        parts.append(call.function.arguments)
-        try:
-            decoded = json.loads(call.function.arguments)
-        except ValueError:
-            continue
-        _string_leaves(decoded, parts)
-    return "\n".join(part for part in parts if part)
+    those arguments (the probe scoring rule, :func:`hermes_core.recall.message_text`)."""
+    return wire_text(message.to_api())
 
 
 class SearchResult(BaseModel):
