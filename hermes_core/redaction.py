@@ -1,14 +1,23 @@
-"""The redaction step: applies :class:`~hermes_hookspecs.RedactionRule` s to text bound for memory.
+"""The redaction step: applies :class:`~hermes_hookspecs.RedactionRule` s to text that leaves.
 
 Rules come from the ``redaction_rules`` hook (the ``redaction`` plugin ships
 the defaults) and are applied one after another in ``name`` order, so the
 outcome never depends on plugin load order. A :class:`Redactor` is immutable
 after construction and safe to share between threads.
+
+The same rules guard every text bound for an auxiliary service, at one place
+each: the :class:`~hermes_core.memory.MemoryManager` redacts what it hands to
+memory providers, the host wraps every summarizer it hands out in a
+:class:`RedactingSummarizer` (so any summarizer, default or third-party, sees
+redacted input), and :class:`RedactingLogFilter` scrubs the log records of the
+``hermes_core`` and ``hermes_plugin_*`` loggers. The main model's own requests
+are the integrator's: they are sent as the session holds them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -18,6 +27,9 @@ from hermes_hookspecs import (
     Message,
     RedactionRule,
     RegistrationError,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
     ToolCall,
     ToolFunction,
     TurnRecord,
@@ -112,7 +124,7 @@ class Redactor:
         if message.tool_calls:
             update["tool_calls"] = [self._redact_call(call) for call in message.tool_calls]
         if message.summary is not None:
-            update["summary"] = self._redact_summary(message.summary)
+            update["summary"] = self.redact_summary(message.summary)
         return message.model_copy(update=update)
 
     def redact_messages(self, messages: Iterable[Message]) -> list[Message]:
@@ -144,7 +156,8 @@ class Redactor:
             update={"function": ToolFunction(name=call.function.name, arguments=arguments)}
         )
 
-    def _redact_summary(self, summary: HandoffSummary) -> HandoffSummary:
+    def redact_summary(self, summary: HandoffSummary) -> HandoffSummary:
+        """A redacted copy of a handoff summary (its standard and extra sections)."""
         update: dict[str, Any] = {
             attr: self.redact(str(getattr(summary, attr)))
             for attr, _title in HandoffSummary.STANDARD_TITLES
@@ -156,3 +169,141 @@ class Redactor:
             for section in summary.extra
         ]
         return summary.model_copy(update=update)
+
+
+# ---------------------------------------------------------------------------
+# summarizers: every request is redacted before a summarizer sees it
+# ---------------------------------------------------------------------------
+
+
+def redact_summary_request(redactor: Redactor, request: SummaryRequest) -> SummaryRequest:
+    """A copy of ``request`` with every text redacted.
+
+    Covered: the messages, the previous summary, insights, focus, the reused
+    request prefix and its tool schemas. Identifiers and numbers pass as
+    they are. A reused prefix differs from the main model's bytes only where
+    a secret was removed, so a provider cache still serves it up to there.
+    """
+    update: dict[str, Any] = {
+        "messages": redactor.redact_messages(request.messages),
+        "insights": [redactor.redact(item) for item in request.insights],
+    }
+    if request.previous_summary is not None:
+        update["previous_summary"] = redactor.redact_summary(request.previous_summary)
+    if request.focus is not None:
+        update["focus"] = redactor.redact(request.focus)
+    if request.prefix_messages is not None:
+        update["prefix_messages"] = redactor.redact_messages(request.prefix_messages)
+    if request.prefix_tools is not None:
+        update["prefix_tools"] = redactor.redact_value(request.prefix_tools)
+    return request.model_copy(update=update)
+
+
+class RedactingSummarizer(Summarizer):
+    """Wraps a summarizer so that it only ever receives redacted requests.
+
+    The wrapper takes the inner summarizer's ``name`` and ``context_length``
+    and forwards any other attribute (``max_output_tokens``...) to it, so
+    code that reads a summarizer's settings sees the real ones.
+
+    :param inner: the summarizer chosen by name (any implementation).
+    :param redactor: the rules to apply (the host's).
+    """
+
+    def __init__(self, inner: Summarizer, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+        self.name = inner.name
+        self.context_length = inner.context_length
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return self.inner.summarize(redact_summary_request(self.redactor, request))
+
+    def __getattr__(self, attr: str) -> Any:
+        # only called for attributes the wrapper lacks; "inner" is set first in __init__
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    def __repr__(self) -> str:
+        return f"RedactingSummarizer({self.inner!r})"
+
+
+# ---------------------------------------------------------------------------
+# logs: the same rules over hermes-core's own log records
+# ---------------------------------------------------------------------------
+
+#: logger name prefixes whose records are redacted
+LOGGER_PREFIXES = ("hermes_core", "hermes_plugin_")
+
+
+class RedactingLogFilter(logging.Filter):
+    """A logging filter that redacts a record's message, arguments and traceback text.
+
+    The record is rewritten in place (``msg`` becomes the redacted, formatted
+    message and ``args`` empty; a traceback is formatted now and redacted into
+    ``exc_text``), so every handler downstream sees only redacted text. It
+    never drops a record. Attach it to a logger or a handler; the host attaches
+    one to the ``hermes_core`` and ``hermes_plugin_*`` loggers
+    (:func:`install_log_redaction`).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "_hermes_redacted", False):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format: leave it to the handler to report
+            return True
+        record.msg = self.redactor.redact(message)
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redactor.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redactor.redact(record.stack_info)
+        setattr(record, "_hermes_redacted", True)  # noqa: B010 - LogRecord has no such field
+        return True
+
+
+_LOG_FILTER: RedactingLogFilter | None = None
+#: the loggers the core and the default plugins log to (created here if not yet used)
+KNOWN_LOGGERS = (
+    "hermes_core",
+    "hermes_core.compression",
+    "hermes_core.memory",
+    "hermes_core.runtime",
+    "hermes_plugin_sqlite_store",
+    "hermes_plugin_postgres_store",
+    "hermes_plugin_codex_compaction.client",
+)
+
+
+def install_log_redaction(redactor: Redactor) -> RedactingLogFilter:
+    """Attach one :class:`RedactingLogFilter` to every hermes-core logger; returns it.
+
+    A logger's filters see only the records logged on that very logger (not
+    its children's), so the filter goes on each logger: the known ones and
+    every existing logger under :data:`LOGGER_PREFIXES`. Calling it again
+    (another host in the same process) swaps the rules of the one shared
+    filter instead of stacking filters.
+    """
+    global _LOG_FILTER
+    if _LOG_FILTER is None:
+        _LOG_FILTER = RedactingLogFilter(redactor)
+    else:
+        _LOG_FILTER.redactor = redactor
+    names = set(KNOWN_LOGGERS)
+    names.update(
+        name for name in list(logging.Logger.manager.loggerDict) if name.startswith(LOGGER_PREFIXES)
+    )
+    for name in sorted(names):
+        log = logging.getLogger(name)
+        if _LOG_FILTER not in log.filters:
+            log.addFilter(_LOG_FILTER)
+    return _LOG_FILTER
