@@ -185,9 +185,17 @@ class PromptSettings(_Section):
     platform: str = Field(default="", description="Stable layer: platform hint (cli, chat...).")
     rule_files: list[str] = Field(
         default_factory=lambda: [".hermes.md", "AGENTS.md", "CLAUDE.md", ".cursorrules"],
-        description="Project rule files; the first found from cwd upwards is used.",
+        description=(
+            "Project rule files; the nearest found from cwd upwards is used, searching no "
+            "higher than the repository root (a folder with .git) or the home folder, and "
+            "skipping files of other users and files in world-writable folders."
+        ),
     )
-    rule_file_max_chars: int = Field(default=20_000, gt=0, description="Rule file size cap.")
+    rule_file_max_chars: int = Field(
+        default=20_000,
+        gt=0,
+        description="Rule file size cap (characters; at most 4 bytes each are read).",
+    )
 
 
 class TokenSettings(_Section):
