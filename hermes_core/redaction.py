@@ -284,6 +284,11 @@ KNOWN_LOGGERS = (
 )
 
 
+def active_redactor() -> Redactor | None:
+    """The rules of the last host in this process (None before any host was created)."""
+    return None if _LOG_FILTER is None else _LOG_FILTER.redactor
+
+
 def install_log_redaction(redactor: Redactor) -> RedactingLogFilter:
     """Attach one :class:`RedactingLogFilter` to every hermes-core logger; returns it.
 
