@@ -373,7 +373,7 @@ def may_be_secret(key: str, value: Any) -> bool:
 
 
 def shown_value(key: str, value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut at ``limit`` characters, or :data:`HIDDEN` (see :func:`may_be_secret`)."""
+    """``repr(value)`` cut at ``limit`` characters, or :data:`HIDDEN` (:func:`may_be_secret`)."""
     if may_be_secret(key, value):
         return HIDDEN
     shown = repr(value)
