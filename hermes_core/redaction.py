@@ -35,6 +35,91 @@ from hermes_hookspecs import (
     TurnRecord,
 )
 
+# ---------------------------------------------------------------------------
+# prefilters: skip a rule at once when a literal all its matches contain is absent
+# ---------------------------------------------------------------------------
+
+
+class _Unsupported(Exception):
+    """The pattern uses a construct the literal analysis does not follow."""
+
+
+def _leading(node: Any) -> str:
+    """The literal characters a parsed sequence starts with."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    head: list[str] = []
+    for op, av in node.data:
+        if op is not c.LITERAL:
+            break
+        head.append(chr(av))
+    return "".join(head)
+
+
+def _required(node: Any) -> set[str] | None:
+    """Literal strings one of which every match of the parsed ``node`` contains (or None)."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    best: set[str] | None = None
+    run: list[str] = []
+
+    def consider(found: set[str] | None) -> None:
+        nonlocal best
+        if found and min(map(len, found)) >= 2:
+            if best is None or min(map(len, found)) > min(map(len, best)):
+                best = found
+
+    for op, av in node.data:
+        if op is c.LITERAL:
+            run.append(chr(av))
+            continue
+        previous = "".join(run)
+        consider({previous} if run else None)
+        run = []
+        if op is c.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            if add_flags or del_flags:  # local flags change how literals match
+                raise _Unsupported
+            consider(_required(sub))
+        elif op is c.ATOMIC_GROUP:
+            consider(_required(av))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            low, _high, sub = av
+            if low >= 1:
+                consider(_required(sub))
+        elif op is c.BRANCH:
+            options = [_required(alternative) for alternative in av[1]]
+            if all(options):
+                consider(set().union(*options))  # type: ignore[arg-type]
+            # the common prefix the parser took out of the branches, glued back to each
+            heads = [_leading(alternative) for alternative in av[1]]
+            if previous and all(heads):
+                consider({previous + head for head in heads})
+        # assertions, classes, references...: nothing every match must contain
+    consider({"".join(run)} if run else None)
+    return best
+
+
+def prefilter(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A cheap pattern that finds text a match of ``pattern`` needs, or None when none is known.
+
+    The literal strings one of which every match contains are read from
+    the parsed pattern (only sequences, groups, repeats of at least one and
+    alternations whose every branch has one are followed; a group with its
+    own flags stops the analysis). They are searched with the pattern's own
+    flags, so case-insensitivity and the rest mean the same as in the rule.
+    """
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        literals = _required(_parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # an unknown construct or a changed private parser: no prefilter
+        return None
+    if not literals:
+        return None
+    alternatives = "|".join(re.escape(literal) for literal in sorted(literals))
+    return re.compile(alternatives, pattern.flags & ~re.VERBOSE)
+
 
 class Redactor:
     """Apply redaction rules to text, messages, nested values and turn records.
@@ -55,8 +140,9 @@ class Redactor:
                 )
             seen.add(rule.name)
         self._rules: tuple[RedactionRule, ...] = tuple(ordered)
-        self._compiled: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-            (re.compile(rule.pattern), rule.replacement) for rule in ordered
+        compiled = [(re.compile(rule.pattern), rule.replacement) for rule in ordered]
+        self._compiled: tuple[tuple[re.Pattern[str], str, re.Pattern[str] | None], ...] = tuple(
+            (pattern, replacement, prefilter(pattern)) for pattern, replacement in compiled
         )
 
     @classmethod
@@ -89,7 +175,9 @@ class Redactor:
         """``text`` with every rule applied in name order."""
         if not text:
             return text
-        for pattern, replacement in self._compiled:
+        for pattern, replacement, required in self._compiled:
+            if required is not None and required.search(text) is None:
+                continue  # the rule cannot match: a literal every match contains is absent
             text = pattern.sub(replacement, text)
         return text
 

@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hermes_plugin_redaction
+from hermes_core.redaction import Redactor, prefilter
+from hermes_core.testing.canary import CANARIES
 from hermes_hookspecs import RedactionRule
 
 SIZE = 32_000
@@ -25,7 +27,8 @@ SIZE = 32_000
 BOUND_NS_PER_BYTE = 3_000
 
 RULES: list[RedactionRule] = hermes_plugin_redaction.redaction_rules()
-COMPILED = [(rule.name, re.compile(rule.pattern), rule.replacement) for rule in RULES]
+REDACTOR = Redactor(RULES)
+COMPILED = [(rule.name, re.compile(rule.pattern), rule.replacement) for rule in REDACTOR.rules]
 
 UNITS = [
     "x-",
@@ -171,3 +174,42 @@ def test_the_bound_catches_a_quadratic_rule() -> None:
     started = time.perf_counter()
     old.sub("", text)
     assert (time.perf_counter() - started) * 1e9 / SIZE > BOUND_NS_PER_BYTE
+
+
+# -- the literal prefilter the Redactor uses to skip rules that cannot match ---------------
+
+FRAGMENTS = [*UNITS, *(c.text for c in CANARIES), *(c.secret for c in CANARIES)]
+
+
+def _naive(text: str) -> str:
+    for _name, pattern, replacement in COMPILED:  # name order, like the Redactor
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    parts=st.lists(
+        st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=12)), min_size=1, max_size=12
+    )
+)
+def test_prefiltered_redaction_equals_applying_every_rule(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert REDACTOR.redact(text) == _naive(text)
+
+
+def test_prefilter_finds_the_literals_every_match_needs() -> None:
+    def literals(pattern: str) -> str | None:
+        found = prefilter(re.compile(pattern))
+        return None if found is None else found.pattern
+
+    assert literals(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Z]{36,}|github_pat_[A-Z]{22,})") == (
+        r"gh|github_pat_"
+    )
+    assert literals(r"(?i)\b(bearer\s+)[A-Za-z0-9]{16,}") == "bearer"
+    assert literals(r"a?bc|de") == "bc|de"  # each match holds one of them
+    assert literals(r"a?bc|d") is None  # a one-character branch: not worth a prefilter
+    assert literals(r"(?:xy)*z") is None  # a repeat of zero contributes nothing
+    assert literals(r"(?i:secret)=\w+") is None  # local flags: no prefilter
+    found = prefilter(re.compile(r"(?i)password=\w+"))
+    assert found is not None and found.search("PassWord=1")  # same flags as the rule
