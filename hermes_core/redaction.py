@@ -65,9 +65,9 @@ def _required(node: Any) -> set[str] | None:
 
     def consider(found: set[str] | None) -> None:
         nonlocal best
-        if found and min(map(len, found)) >= 2:
-            if best is None or min(map(len, found)) > min(map(len, best)):
-                best = found
+        shortest = min(map(len, found)) if found else 0
+        if shortest >= 2 and (best is None or shortest > min(map(len, best))):
+            best = found
 
     for op, av in node.data:
         if op is c.LITERAL:
