@@ -18,6 +18,9 @@ runtime         turn-runtime overhead at 100 / 1,000 / 10,000 messages, growth r
 tokens          exact token counting throughput vs plain tiktoken (:mod:`benchmarks.tokens`)
 postgres        the store numbers on PostgreSQL side by side (:mod:`benchmarks.store_postgres`,
                 child process; skipped with the reason when no server answers)
+redaction       every default redaction rule on 1 MB of prose with secrets, ``x-x-x-...``,
+                base64 and adversarial text, against 10 x the same run's 100 KB time
+                (:mod:`benchmarks.redaction`)
 ==============  =========================================================================
 
 Hosted LLMs are never called; the only network use is building the reference
@@ -53,7 +56,7 @@ from .theirs_env import HERMES_AGENT_SPEC, ensure_theirs_venv
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-PARTS = ("compress", "identifiers", "store", "runtime", "tokens", "postgres")
+PARTS = ("compress", "identifiers", "store", "runtime", "tokens", "postgres", "redaction")
 GROWTH = Target(on="ours", op="<", value=1.5, text="< 1.5", source="issue 4 / issue 10")
 HANDOVER = Target(on="ours", op="<", value=50.0, text="p50 < 50 ms", source="issue 9 / issue 10")
 
@@ -90,6 +93,7 @@ class Options(BaseModel):
     runtime_repeat: int = 60
     runtime_runs: int = 3
     token_repeat: int = 5
+    redaction_repeat: int = 3
     json_path: Path = RESULTS / "compare.json"
 
     @classmethod
@@ -111,6 +115,7 @@ class Options(BaseModel):
             runtime_repeat=15,
             runtime_runs=1,
             token_repeat=1,
+            redaction_repeat=1,
             **extra,
         )
 
@@ -322,6 +327,54 @@ def tokens_section(opts: Options) -> Section:
     return section
 
 
+LINEAR = Target(on="ratio", op="<", value=1.5, text="< 1.5 (linear)", source="issue 16")
+FAST_100KB = Target(on="ours", op="<", value=1_000.0, text="< 1 s", source="issue 16")
+
+
+def redaction_section(opts: Options) -> Section:
+    from . import redaction
+
+    result = redaction.measure(opts.redaction_repeat)
+    section = Section(name="redaction", detail=result)
+    labels = {
+        "prose": "redaction, 1 MB prose + secrets canary",
+        "dashes": "redaction, 1 MB x-x-x-... (issue 16: 36 s at 100 KB)",
+        "base64": "redaction, 1 MB one base64 line",
+        "adversarial": "redaction, 1 MB worst adversarial unit",
+    }
+    for name, label in labels.items():
+        case = result["cases"][name]
+        section.rows.append(
+            Row(
+                key=f"redaction_{name}_1mb",
+                metric=label,
+                unit="ms",
+                ours=case["ms_1mb"],
+                theirs=10 * case["ms_100kb"],
+                baseline="10 x 100 KB, same run",
+                target=LINEAR,
+                note=(
+                    f"{result['rules']} rules (own + detect-secrets), best of {result['repeat']}; "
+                    f"adversarial unit {result['adversarial_unit']!r}"
+                )
+                if name == "prose"
+                else "",
+            ).finish()
+        )
+    section.rows.append(
+        Row(
+            key="redaction_dashes_100kb",
+            metric="redaction, 100 KB x-x-x-...",
+            unit="ms",
+            ours=result["cases"]["dashes"]["ms_100kb"],
+            theirs=36_000.0,
+            baseline="before issue 16's fix",
+            target=FAST_100KB,
+        ).finish()
+    )
+    return section
+
+
 # -- driver -----------------------------------------------------------------------------------
 def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
     from . import compare_compression, compare_store
@@ -354,6 +407,7 @@ def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
         "runtime": lambda: [runtime_section(opts)],
         "tokens": lambda: [tokens_section(opts)],
         "postgres": lambda: [postgres_section(opts)],
+        "redaction": lambda: [redaction_section(opts)],
     }
     sections: list[Section] = []
     for name in opts.parts:
