@@ -345,14 +345,25 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def _credential_shaped(run: str) -> bool:
+    """Mixed-case letters with digits (API keys), or a long hex string (tokens, digests)."""
+    upper = any(c.isupper() for c in run)
+    lower = any(c.islower() for c in run)
+    digit = any(c.isdigit() for c in run)
+    if upper and lower and digit:
+        return True
+    return len(run) >= 32 and all(c in "0123456789abcdefABCDEF" for c in run)
+
+
 def may_be_secret(key: str, value: Any) -> bool:
     """True when a bad settings value must not be echoed in an error message.
 
     A value is hidden when it holds text and either its key path names a
     secret (:data:`SECRET_KEY_WORDS`: ``api_key``, ``auth_token``,
     ``postgres_dsn``...), or a redaction rule of the running host matches it,
-    or it is shaped like a credential (20+ token characters mixing letters
-    and digits, or a URL with a password). Numbers and booleans are shown.
+    or it is shaped like a credential (20+ token characters mixing upper- and
+    lower-case letters and digits, 32+ hex digits, or a URL with a password).
+    Numbers and booleans are shown, and so are names like ``gpt-4o-mini-2024-07-18``.
     """
     texts = _strings(value)
     if not texts:
@@ -365,7 +376,7 @@ def may_be_secret(key: str, value: Any) -> bool:
         if redactor is not None and redactor.redact(text) != text:
             return True
         for run in _TOKEN_SHAPE.findall(text):
-            if any(c.isdigit() for c in run) and any(c.isalpha() for c in run):
+            if _credential_shaped(run):
                 return True
         if re.search(r"://[^/\s@]*:[^/\s@]*@", text):
             return True

@@ -117,3 +117,12 @@ def test_config_errors_still_show_ordinary_values() -> None:
     with pytest.raises(ConfigError) as bad:
         settings_from({"compression": {"summary_input_tokens": -5}})
     assert "-5" in str(bad.value)  # a number is not a secret, even under a *_tokens key
+
+
+def test_config_errors_show_model_names_and_paths() -> None:
+    from hermes_core.config import may_be_secret
+
+    assert not may_be_secret("model.name", "gpt-4o-mini-2024-07-18")
+    assert not may_be_secret("session.path", "/home/ada/projects/agent-2024/sessions.db")
+    assert may_be_secret("model.name", "9f8e7d6c5b4a39281706f5e4d3c2b1a0")  # 32 hex digits
+    assert may_be_secret("model.name", "sk-proj-Zt8qLm3Vx9KpR2sW7yB4nC6dF1gH5jA0eUiO")
