@@ -377,20 +377,35 @@ def active_redactor() -> Redactor | None:
     return None if _LOG_FILTER is None else _LOG_FILTER.redactor
 
 
+_PREVIOUS_FACTORY: Any = None
+
+
+def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    record: logging.LogRecord = _PREVIOUS_FACTORY(*args, **kwargs)
+    if _LOG_FILTER is not None and record.name.startswith(LOGGER_PREFIXES):
+        _LOG_FILTER.filter(record)
+    return record
+
+
 def install_log_redaction(redactor: Redactor) -> RedactingLogFilter:
     """Attach one :class:`RedactingLogFilter` to every hermes-core logger; returns it.
 
     A logger's filters see only the records logged on that very logger (not
     its children's), so the filter goes on each logger: the known ones and
-    every existing logger under :data:`LOGGER_PREFIXES`. Calling it again
-    (another host in the same process) swaps the rules of the one shared
-    filter instead of stacking filters.
+    every existing logger under :data:`LOGGER_PREFIXES`. A logger created
+    later is covered by a log-record factory (chained to the one in place)
+    that applies the same filter to records of those names when they are
+    made. Calling it again (another host in the same process) swaps the
+    rules of the one shared filter instead of stacking filters.
     """
-    global _LOG_FILTER
+    global _LOG_FILTER, _PREVIOUS_FACTORY
     if _LOG_FILTER is None:
         _LOG_FILTER = RedactingLogFilter(redactor)
     else:
         _LOG_FILTER.redactor = redactor
+    if logging.getLogRecordFactory() is not _redacting_factory:
+        _PREVIOUS_FACTORY = logging.getLogRecordFactory()
+        logging.setLogRecordFactory(_redacting_factory)
     names = set(KNOWN_LOGGERS)
     names.update(
         name for name in list(logging.Logger.manager.loggerDict) if name.startswith(LOGGER_PREFIXES)
