@@ -96,7 +96,12 @@ class Database:
 
         check_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        create_private(path)
+        try:
+            create_private(path)
+        except OSError as exc:
+            raise StoreError(
+                f"sqlite store {path}: cannot create the database file: {exc}"
+            ) from exc
         try:
             self._writer = sqlite3.connect(
                 str(path), timeout=0, isolation_level=None, check_same_thread=False
