@@ -38,7 +38,12 @@ from .torture_stores import REPO_ROOT, StoreSpec, postgres_dsn, store_specs
 
 
 # -- secrets canary ---------------------------------------------------------------------------
-def secrets_canary(folder: Path) -> dict[str, Any]:
+def secrets_canary(folder: Path, block: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Plant the canary, use every outbound path, search each for every secret.
+
+    :param block: plugins to block (the harness's own test blocks ``redaction`` to
+        prove the checks fire).
+    """
     from hermes_core.config import settings_from
     from hermes_core.host import Hermes
     from hermes_core.testing.canary import CANARIES, canary_text, leaked
@@ -100,6 +105,7 @@ def secrets_canary(folder: Path) -> dict[str, Any]:
                     "model": {"name": "gpt-4o-mini", "context_length": 20_000},
                     "compression": {"tail": "legacy"},
                     "summarizer": {"openai": {"base_url": fake.base_url, "model": "aux"}},
+                    "plugins": {"block": list(block)},
                 }
             )
             with Hermes(settings, plugins=[Plugin(recorder)]) as hermes:
