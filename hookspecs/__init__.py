@@ -22,6 +22,7 @@ from .compression import (
     CompressionSettings,
     ContextEngine,
     EngineStatus,
+    HandoffFact,
     SelectRequest,
     Summarizer,
     SummaryRequest,
@@ -82,12 +83,14 @@ from .records import (
 from .redaction import RedactionRule
 from .store import SessionStore
 from .tokens import TokenCounter
+from .tools import AgentTool, ToolContext
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PROJECT_NAME",
     "SUMMARY_BEGIN",
     "SUMMARY_END",
+    "AgentTool",
     "CompactionBackend",
     "CompactionBackendError",
     "CompactionCommit",
@@ -101,6 +104,7 @@ __all__ = [
     "ContinuationUpdate",
     "CorruptDatabaseError",
     "EngineStatus",
+    "HandoffFact",
     "HandoffSummary",
     "HermesError",
     "ImportFormatError",
@@ -144,6 +148,7 @@ __all__ = [
     "TailStrategy",
     "TokenCounter",
     "ToolCall",
+    "ToolContext",
     "ToolFunction",
     "TurnRecord",
     "UnknownNameError",
