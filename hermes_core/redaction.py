@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import BaseModel
+
 from hermes_hookspecs import (
     HandoffSummary,
     Message,
@@ -194,6 +196,26 @@ class Redactor:
             return [self.redact_value(item) for item in value]
         return value
 
+    def redact_any(self, value: Any) -> Any:
+        """A redacted copy of any value: messages and summaries as below, other models field by
+        field, strings, lists, tuples and dict values; other scalars unchanged."""
+        if isinstance(value, Message):
+            return self.redact_message(value)
+        if isinstance(value, HandoffSummary):
+            return self.redact_summary(value)
+        if isinstance(value, BaseModel):
+            fields = type(value).model_fields
+            return value.model_copy(
+                update={name: self.redact_any(getattr(value, name)) for name in fields}
+            )
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {key: self.redact_any(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_any(item) for item in value]
+        return value
+
     # -- structured ---------------------------------------------------------
     def redact_message(self, message: Message) -> Message:
         """A redacted copy of ``message``.
@@ -264,26 +286,25 @@ class Redactor:
 # ---------------------------------------------------------------------------
 
 
+#: fields of a summary request that are identifiers, not text, and pass unchanged
+SUMMARY_REQUEST_IDS = frozenset({"session_id", "model"})
+
+
 def redact_summary_request(redactor: Redactor, request: SummaryRequest) -> SummaryRequest:
     """A copy of ``request`` with every text redacted.
 
-    Covered: the messages, the previous summary, insights, focus, the reused
-    request prefix and its tool schemas. Identifiers and numbers pass as
-    they are. A reused prefix differs from the main model's bytes only where
-    a secret was removed, so a provider cache still serves it up to there.
+    Every field but the identifiers in :data:`SUMMARY_REQUEST_IDS` goes
+    through :meth:`Redactor.redact_any`: the messages, the previous summary,
+    insights, focus, facts, the reused prefix and its tool schemas, and any
+    field a later version adds (redacted by default, so a new text field
+    cannot leak). A reused prefix differs from the main model's bytes only
+    where a secret was removed, so a provider cache still serves it up to there.
     """
-    update: dict[str, Any] = {
-        "messages": redactor.redact_messages(request.messages),
-        "insights": [redactor.redact(item) for item in request.insights],
+    update = {
+        name: redactor.redact_any(getattr(request, name))
+        for name in type(request).model_fields
+        if name not in SUMMARY_REQUEST_IDS
     }
-    if request.previous_summary is not None:
-        update["previous_summary"] = redactor.redact_summary(request.previous_summary)
-    if request.focus is not None:
-        update["focus"] = redactor.redact(request.focus)
-    if request.prefix_messages is not None:
-        update["prefix_messages"] = redactor.redact_messages(request.prefix_messages)
-    if request.prefix_tools is not None:
-        update["prefix_tools"] = redactor.redact_value(request.prefix_tools)
     return request.model_copy(update=update)
 
 

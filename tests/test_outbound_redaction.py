@@ -18,10 +18,11 @@ import pytest
 
 from hermes_core.config import settings_from
 from hermes_core.host import Hermes
-from hermes_core.redaction import RedactingLogFilter, Redactor
+from hermes_core.redaction import RedactingLogFilter, Redactor, redact_summary_request
 from hermes_core.testing.canary import CANARIES, canary_text, leaked
 from hermes_core.testing.fake_openai import FakeOpenAIServer
 from hermes_hookspecs import (
+    HandoffFact,
     HandoffSummary,
     MemoryProvider,
     Message,
@@ -170,11 +171,23 @@ def test_every_summarizer_the_host_hands_out_gets_redacted_input(tmp_path: Path)
             focus=planted,
             prefix_messages=[Message(role="user", content=planted)],
             prefix_tools=[{"type": "function", "function": {"name": "x", "description": planted}}],
+            facts=[HandoffFact(kind="request", text=planted, message_id=3)],
         )
         result = wrapped.summarize(request)
         assert leaked(echo.requests[0].model_dump_json()) == []
         assert leaked(result.summary.goal) == []
         assert request.messages[0].content == planted  # the caller's request is not modified
+        assert echo.requests[0].facts[0].message_id == 3 and echo.requests[0].session_id == "s"
+
+
+def test_a_field_added_to_summary_requests_later_is_redacted_by_default() -> None:
+    class LaterRequest(SummaryRequest):
+        notes: str = ""  # a text field a future version might add
+
+    redactor = Redactor(redaction_rules())
+    planted = canary_text()
+    out = redact_summary_request(redactor, LaterRequest(session_id="s", messages=[], notes=planted))
+    assert isinstance(out, LaterRequest) and leaked(out.notes) == []
 
 
 def test_log_records_of_hermes_loggers_are_redacted(
