@@ -203,7 +203,7 @@ class Redactor:
             return self.redact_message(value)
         if isinstance(value, HandoffSummary):
             return self.redact_summary(value)
-        if isinstance(value, BaseModel):
+        if isinstance(value, BaseModel):  # field by field; enums and numbers come back as they are
             fields = type(value).model_fields
             return value.model_copy(
                 update={name: self.redact_any(getattr(value, name)) for name in fields}
@@ -267,18 +267,18 @@ class Redactor:
         )
 
     def redact_summary(self, summary: HandoffSummary) -> HandoffSummary:
-        """A redacted copy of a handoff summary (its standard and extra sections)."""
-        update: dict[str, Any] = {
-            attr: self.redact(str(getattr(summary, attr)))
-            for attr, _title in HandoffSummary.STANDARD_TITLES
-        }
-        update["extra"] = [
-            section.model_copy(
-                update={"title": self.redact(section.title), "body": self.redact(section.body)}
-            )
-            for section in summary.extra
-        ]
-        return summary.model_copy(update=update)
+        """A redacted copy of a handoff summary: every field but ``summarizer`` (a name).
+
+        Standard and extra sections, the facts it was built from, and any field a
+        later version adds go through :meth:`redact_any`.
+        """
+        return summary.model_copy(
+            update={
+                name: self.redact_any(getattr(summary, name))
+                for name in type(summary).model_fields
+                if name != "summarizer"
+            }
+        )
 
 
 # ---------------------------------------------------------------------------

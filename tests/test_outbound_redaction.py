@@ -29,6 +29,7 @@ from hermes_hookspecs import (
     Summarizer,
     SummaryRequest,
     SummaryResult,
+    SummarySection,
     TurnRecord,
     hookimpl,
 )
@@ -166,7 +167,11 @@ def test_every_summarizer_the_host_hands_out_gets_redacted_input(tmp_path: Path)
         request = SummaryRequest(
             session_id="s",
             messages=[Message(role="user", content=planted)],
-            previous_summary=HandoffSummary(critical_context=planted),
+            previous_summary=HandoffSummary(
+                critical_context=planted,
+                facts=[HandoffFact(kind="error", text=planted, message_id=9)],
+                extra=[SummarySection(title="Notes", body=planted)],
+            ),
             insights=[planted],
             focus=planted,
             prefix_messages=[Message(role="user", content=planted)],
@@ -178,6 +183,8 @@ def test_every_summarizer_the_host_hands_out_gets_redacted_input(tmp_path: Path)
         assert leaked(result.summary.goal) == []
         assert request.messages[0].content == planted  # the caller's request is not modified
         assert echo.requests[0].facts[0].message_id == 3 and echo.requests[0].session_id == "s"
+        previous = echo.requests[0].previous_summary
+        assert previous is not None and previous.facts[0].message_id == 9
 
 
 def test_a_field_added_to_summary_requests_later_is_redacted_by_default() -> None:
