@@ -21,6 +21,9 @@ postgres        the store numbers on PostgreSQL side by side (:mod:`benchmarks.s
 recall          closed-book and one-search recall after compaction on the probed sessions at
                 128K / 64K / 32K, with kept text size, vs hermes-agent and keep-user-turns
                 (:mod:`benchmarks.recall`)
+redaction       every default redaction rule on 1 MB of prose with secrets, ``x-x-x-...``,
+                base64 and adversarial text, against 10 x the same run's 100 KB time
+                (:mod:`benchmarks.redaction`)
 ==============  =========================================================================
 
 Hosted LLMs are never called; the only network use is building the reference
@@ -56,7 +59,16 @@ from .theirs_env import HERMES_AGENT_SPEC, ensure_theirs_venv
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-PARTS = ("compress", "identifiers", "store", "runtime", "tokens", "postgres", "recall")
+PARTS = (
+    "compress",
+    "identifiers",
+    "store",
+    "runtime",
+    "tokens",
+    "postgres",
+    "recall",
+    "redaction",
+)
 GROWTH = Target(on="ours", op="<", value=1.5, text="< 1.5", source="issue 4 / issue 10")
 HANDOVER = Target(on="ours", op="<", value=50.0, text="p50 < 50 ms", source="issue 9 / issue 10")
 PG_VS_SQLITE_P95 = Target(
@@ -98,6 +110,7 @@ class Options(BaseModel):
     token_repeat: int = 5
     recall_windows: list[int] = Field(default_factory=lambda: [128_000, 64_000, 32_000])
     recall_sessions: int = Field(default=3, description="the first N probed sessions")
+    redaction_repeat: int = 3
     json_path: Path = RESULTS / "compare.json"
 
     @classmethod
@@ -121,6 +134,7 @@ class Options(BaseModel):
             token_repeat=1,
             recall_windows=[128_000],
             recall_sessions=1,
+            redaction_repeat=1,
             **extra,
         )
 
@@ -354,6 +368,54 @@ def tokens_section(opts: Options) -> Section:
     return section
 
 
+LINEAR = Target(on="ratio", op="<", value=2.0, text="< 2 (linear)", source="issue 16")
+FAST_100KB = Target(on="ours", op="<", value=1_000.0, text="< 1 s", source="issue 16")
+
+
+def redaction_section(opts: Options) -> Section:
+    from . import redaction
+
+    result = redaction.measure(opts.redaction_repeat)
+    section = Section(name="redaction", detail=result)
+    labels = {
+        "prose": "redaction, 1 MB prose + secrets canary",
+        "dashes": "redaction, 1 MB x-x-x-... (issue 16: 36 s at 100 KB)",
+        "base64": "redaction, 1 MB one base64 line",
+        "adversarial": "redaction, 1 MB worst adversarial unit",
+    }
+    for name, label in labels.items():
+        case = result["cases"][name]
+        section.rows.append(
+            Row(
+                key=f"redaction_{name}_1mb",
+                metric=label,
+                unit="ms",
+                ours=case["ms_1mb"],
+                theirs=10 * case["ms_100kb"],
+                baseline="10 x 100 KB, same run",
+                target=LINEAR,
+                note=(
+                    f"{result['rules']} rules (own + detect-secrets), best of {result['repeat']}; "
+                    f"adversarial unit {result['adversarial_unit']!r}"
+                )
+                if name == "prose"
+                else "",
+            ).finish()
+        )
+    section.rows.append(
+        Row(
+            key="redaction_dashes_100kb",
+            metric="redaction, 100 KB x-x-x-...",
+            unit="ms",
+            ours=result["cases"]["dashes"]["ms_100kb"],
+            theirs=36_000.0,
+            baseline="before issue 16's fix",
+            target=FAST_100KB,
+        ).finish()
+    )
+    return section
+
+
 # -- driver -----------------------------------------------------------------------------------
 def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
     from . import compare_compression, compare_store
@@ -392,6 +454,7 @@ def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
                 recall_part.SESSIONS[: opts.recall_sessions], opts.recall_windows, log=log
             )
         ],
+        "redaction": lambda: [redaction_section(opts)],
     }
     sections: list[Section] = []
     for name in opts.parts:

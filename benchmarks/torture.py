@@ -16,6 +16,10 @@ fuzz-importers      hypothesis-made malformed transcripts against every importer
 fuzz-runtime        hypothesis-made calls of Turn.prepare / record_response / add_tool_result
 fuzz-store          hypothesis-made batches for append_messages
 disk-full           the SQLite file's disk fills up (a small tmpfs, else RLIMIT_FSIZE)
+secrets-canary      26 secret formats vs every outbound path (``benchmarks/torture_hostile.py``)
+redaction-timing    every redaction rule on 100 KB and 1 MB of ordinary and adversarial text
+file-deletion       the database file or its -wal deleted / replaced under an open store
+zombie-holder       a lease holder exits unreaped (a zombie) while another handle waits
 ==================  ===========================================================================
 
 ``--quick`` runs every scenario with few trials (about a minute); the full run
@@ -50,6 +54,10 @@ SCENARIOS = (
     "fuzz-runtime",
     "fuzz-store",
     "disk-full",
+    "secrets-canary",
+    "redaction-timing",
+    "file-deletion",
+    "zombie-holder",
 )
 
 
@@ -65,6 +73,9 @@ class Counts(BaseModel):
     freeze_trials: int = 3
     fuzz_examples: int = 500
     diskfull_trials: int = 3
+    redaction_repeat: int = 3
+    file_trials: int = 3
+    zombie_trials: int = 5
 
 
 QUICK = Counts(
@@ -75,6 +86,9 @@ QUICK = Counts(
     freeze_trials=1,
     fuzz_examples=30,
     diskfull_trials=1,
+    redaction_repeat=1,
+    file_trials=1,
+    zombie_trials=2,
 )
 
 
@@ -259,6 +273,85 @@ def disk_full(counts: Counts, folder: Path) -> ScenarioResult:
     )
 
 
+def secrets_canary(counts: Counts, folder: Path) -> ScenarioResult:
+    from . import torture_hostile
+
+    result = torture_hostile.secrets_canary(folder)
+    return ScenarioResult(
+        name="secrets-canary",
+        trials=result["trials"],
+        failures=result["failures"],
+        checked=(
+            f"{result['formats']} formats planted in turns and memory-tool calls, session "
+            f"compressed with the openai summarizer ({result['summarizer_calls']} requests to the "
+            "loopback fake): none in its raw request bytes, a memory provider's inputs, "
+            f"MEMORY.md/USER.md, or {result['log_lines']} log records with tracebacks"
+        ),
+        detail=result,
+    )
+
+
+def redaction_timing(counts: Counts, folder: Path) -> ScenarioResult:
+    from . import torture_hostile
+
+    result = torture_hostile.redaction_timing(counts.redaction_repeat)
+    cases = result["cases"]
+    figures = ", ".join(
+        f"{name} {case['ms_100kb']:.0f}/{case['ms_1mb']:.0f} ms (x{case['linearity']})"
+        for name, case in cases.items()
+    )
+    return ScenarioResult(
+        name="redaction-timing",
+        trials=result["trials"],
+        failures=result["failures"],
+        checked=(
+            f"{result['rules']} rules, 100 KB/1 MB (t(1MB)/10t(100KB)): {figures}; linear "
+            "(ratio < 2) and 100 KB x-x-x- under 1 s"
+        ),
+        detail=result,
+    )
+
+
+def file_deletion(counts: Counts, folder: Path) -> ScenarioResult:
+    from . import torture_hostile
+
+    result = torture_hostile.file_deletion(folder, counts.file_trials)
+    return ScenarioResult(
+        name="file-deletion",
+        trials=result["trials"],
+        failures=result["failures"],
+        checked=(
+            "db deleted / db replaced / -wal deleted then SIGKILL, in a child: 0 of 5 later writes "
+            "acknowledged, StoreError names the file, all 20 earlier messages found afterwards "
+            "(rescue copy 0600, or checkpointed main file)"
+        ),
+        detail=result,
+    )
+
+
+def zombie_holder(counts: Counts, folder: Path) -> ScenarioResult:
+    from . import torture_hostile
+
+    result = torture_hostile.zombie_holder(folder, counts.zombie_trials)
+    latency = "; ".join(
+        f"{kind} max {v['max_ms']} ms, median {v['median_ms']} ms"
+        for kind, v in result["latency"].items()
+    )
+    skipped = (
+        f" (PostgreSQL skipped: {result['postgres_skipped']})" if result["postgres_skipped"] else ""
+    )
+    return ScenarioResult(
+        name="zombie-holder",
+        trials=result["trials"],
+        failures=result["failures"],
+        checked=(
+            f"holder child exits unreaped while a waiter waits; take-over {latency}; "
+            f"each under 1 s{skipped}"
+        ),
+        detail=result,
+    )
+
+
 RUNNERS: dict[str, Callable[[Counts, Path], ScenarioResult]] = {
     "sigkill-sqlite": sigkill_sqlite,
     "sigkill-postgres": sigkill_postgres,
@@ -271,6 +364,10 @@ RUNNERS: dict[str, Callable[[Counts, Path], ScenarioResult]] = {
     "fuzz-runtime": _fuzz("runtime"),
     "fuzz-store": _fuzz("store"),
     "disk-full": disk_full,
+    "secrets-canary": secrets_canary,
+    "redaction-timing": redaction_timing,
+    "file-deletion": file_deletion,
+    "zombie-holder": zombie_holder,
 }
 
 

@@ -18,6 +18,7 @@ the key, the value and what was expected.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +28,8 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hermes_hookspecs import CompressionSettings, ConfigError
+
+from .redaction import active_redactor
 
 ENV_PREFIX = "HERMES_CORE__"
 APP_NAME = "hermes-core"
@@ -187,9 +190,17 @@ class PromptSettings(_Section):
     platform: str = Field(default="", description="Stable layer: platform hint (cli, chat...).")
     rule_files: list[str] = Field(
         default_factory=lambda: [".hermes.md", "AGENTS.md", "CLAUDE.md", ".cursorrules"],
-        description="Project rule files; the first found from cwd upwards is used.",
+        description=(
+            "Project rule files; the nearest found from cwd upwards is used, searching no "
+            "higher than the repository root (a folder with .git) or the home folder, and "
+            "skipping files of other users and files in world-writable folders."
+        ),
     )
-    rule_file_max_chars: int = Field(default=20_000, gt=0, description="Rule file size cap.")
+    rule_file_max_chars: int = Field(
+        default=20_000,
+        gt=0,
+        description="Rule file size cap (characters; at most 4 bytes each are read).",
+    )
 
 
 class TokenSettings(_Section):
@@ -319,15 +330,84 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _describe(error: ValidationError, source: str) -> str:
+#: words that mark a settings key as holding a secret (matched inside the key path)
+SECRET_KEY_WORDS = ("key", "token", "secret", "password", "passwd", "credential", "auth", "dsn")
+HIDDEN = "<hidden: may be a secret>"
+# a credential-shaped string: one run of token characters mixing letters and digits
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_\-+=.]{20,}")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for key, item in value.items() for s in [str(key), *_strings(item)]]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _credential_shaped(run: str) -> bool:
+    """Mixed-case letters with digits (API keys), or a long hex string (tokens, digests)."""
+    upper = any(c.isupper() for c in run)
+    lower = any(c.islower() for c in run)
+    digit = any(c.isdigit() for c in run)
+    if upper and lower and digit:
+        return True
+    return len(run) >= 32 and all(c in "0123456789abcdefABCDEF" for c in run)
+
+
+def may_be_secret(key: str, value: Any) -> bool:
+    """True when a bad settings value must not be echoed in an error message.
+
+    A value is hidden when it holds text and either its key path names a
+    secret (:data:`SECRET_KEY_WORDS`: ``api_key``, ``auth_token``,
+    ``postgres_dsn``...), or a redaction rule of the running host matches it,
+    or it is shaped like a credential (20+ token characters mixing upper- and
+    lower-case letters and digits, 32+ hex digits, or a URL with a password).
+    Numbers and booleans are shown, and so are names like ``gpt-4o-mini-2024-07-18``.
+    """
+    texts = _strings(value)
+    if not texts:
+        return False
+    lowered = key.lower()
+    if any(word in lowered for word in SECRET_KEY_WORDS):
+        return True
+    redactor = active_redactor()
+    for text in texts:
+        if redactor is not None and redactor.redact(text) != text:
+            return True
+        for run in _TOKEN_SHAPE.findall(text):
+            if _credential_shaped(run):
+                return True
+        if re.search(r"://[^/\s@]*:[^/\s@]*@", text):
+            return True
+    return False
+
+
+def shown_value(key: str, value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut at ``limit`` characters, or :data:`HIDDEN` (:func:`may_be_secret`)."""
+    if may_be_secret(key, value):
+        return HIDDEN
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def describe_validation_error(error: ValidationError, prefix: str = "") -> list[str]:
+    """One line per problem: the key (``prefix`` + location), the value unless secret, why."""
     lines = []
     for item in error.errors():
-        key = ".".join(str(part) for part in item["loc"])
+        key = prefix + ".".join(str(part) for part in item["loc"])
+        value = shown_value(key, item["input"])
         if item["type"] == "extra_forbidden":
-            lines.append(f"unknown key {key!r} (value {item['input']!r})")
+            lines.append(f"unknown key {key!r} (value {value})")
         else:
-            lines.append(f"{key} = {item['input']!r}: {item['msg']}")
-    return f"invalid configuration in {source}: " + "; ".join(lines)
+            lines.append(f"{key} = {value}: {item['msg']}")
+    return lines
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    return f"invalid configuration in {source}: " + "; ".join(describe_validation_error(error))
 
 
 def config_path(explicit: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> Path | None:

@@ -42,6 +42,7 @@ from hermes_hookspecs import (
 
 from .config import Settings, load_settings
 from .plugins import call_each, get_plugin_manager
+from .redaction import RedactingSummarizer, Redactor, install_log_redaction
 from .registry import Registry
 from .thresholds import ThresholdReport, effective_threshold
 from .tokens import Tokens
@@ -115,6 +116,8 @@ class Hermes:
         self._engine: ContextEngine | None = None
         self._tokens: dict[str, Tokens] = {}
         self._memory: MemoryManager | None = None
+        self._redactor: Redactor | None = None
+        install_log_redaction(self.redactor())
 
     @classmethod
     def from_config(
@@ -158,11 +161,32 @@ class Hermes:
                 self._engine = engine
             return self._engine
 
+    def redactor(self) -> Redactor:
+        """The redaction rules of every plugin (``redaction_rules``), built once.
+
+        Applied to everything that leaves for an auxiliary service (summarizers,
+        memory providers) and to the hermes-core loggers' records; the main
+        model's requests are not redacted (see docs/configuration.md).
+        """
+        with self._lock:
+            if self._redactor is None:
+                self._redactor = Redactor.from_hook(self.pm.hook)
+            return self._redactor
+
     def summarizer(self, name: str | None = None) -> Summarizer:
+        """The summarizer ``name`` (default: the configured one), wrapped to see redacted input.
+
+        Every summarizer is handed out as a
+        :class:`~hermes_core.redaction.RedactingSummarizer`: whichever plugin
+        implements it, the messages, previous summary, insights and reused
+        prefix it receives have passed through :meth:`redactor`.
+        """
         value: Summarizer = self.registry.get(
             "summarizers", name or self.settings.summarizer_name()
         )
-        return value
+        if isinstance(value, RedactingSummarizer):
+            return value
+        return RedactingSummarizer(value, self.redactor())
 
     def tail_strategy(self, name: str | None = None) -> TailStrategy:
         value: TailStrategy = self.registry.get("tails", name or self.settings.compression.tail)
@@ -249,14 +273,10 @@ class Hermes:
         """The memory manager (builtin provider plus the selected external one)."""
         with self._lock:
             if self._memory is None:
-                from hermes_hookspecs import MemoryProvider, RedactionRule
+                from hermes_hookspecs import MemoryProvider
 
                 from .memory import MemoryManager
-                from .redaction import Redactor
 
-                rules: list[RedactionRule] = []
-                for result in self.pm.hook.redaction_rules():
-                    rules.extend(result or [])
                 names = self.registry.names("memory")
                 builtin = (
                     self.registry.get("memory", "builtin")
@@ -266,7 +286,7 @@ class Hermes:
                 wanted = self.settings.memory.provider
                 external = self.registry.get("memory", wanted) if wanted else None
                 self._memory = MemoryManager(
-                    builtin, external, self.settings.memory, Redactor(rules)
+                    builtin, external, self.settings.memory, self.redactor()
                 )
             return self._memory
 

@@ -9,14 +9,24 @@ promises (see :mod:`hermes_hookspecs.memory`):
   manager (one pool per provider, so a hung provider cannot starve the other).
   ``prefetch`` is abandoned after ``memory.prefetch_timeout`` seconds, every
   other call after ``memory.call_timeout``; an abandoned call's late result is
-  discarded. A provider that times out :data:`BREAKER_TIMEOUTS` times in a row
-  is suspended for :data:`BREAKER_SECONDS` (its calls are skipped at once, so
-  a dead vendor service costs nothing per call). An exception is logged with
-  the provider's name (logger
-  ``hermes_core.memory``) and the caller gets the neutral result (``None``,
-  ``[]``...), so the turn goes on.
+  discarded. Any exception a provider raises (``BaseException`` included:
+  ``SystemExit``, ``GeneratorExit``...; only ``KeyboardInterrupt`` passes) and
+  any timeout count as a failure: the caller gets the neutral result
+  (``None``, ``[]``...), so the turn goes on. One breaker counts both: after
+  :data:`BREAKER_FAILURES` failures in a row the provider is suspended for
+  :data:`BREAKER_SECONDS` (its calls are skipped at once, so a dead vendor
+  service costs nothing per call), then tried again. The log (logger
+  ``hermes_core.memory``) gets one line per change of state, not one per
+  turn: the first failure of a streak (with its traceback), the suspension,
+  the recovery.
+* Outputs are validated and sanitized: a result of the wrong type is dropped;
+  text with a lone surrogate (which no UTF-8 store or JSON request body can
+  carry) has it replaced by U+FFFD. Each is logged once per provider and
+  method.
 * :meth:`MemoryManager.sync_turn` returns at once; the work runs in order per
   session on a queue (:class:`~hermes_core.memory_workers.SessionQueues`).
+  Syncs still queued at shutdown, or submitted after it, are dropped and
+  their count is logged at shutdown (:attr:`MemoryManager.dropped_syncs`).
   :meth:`MemoryManager.on_session_end` is queued behind that session's pending
   syncs. :meth:`MemoryManager.flush` waits for the queues to drain.
 * Everything handed to a provider (queries, turns, messages, tool arguments)
@@ -69,8 +79,10 @@ BUILTIN_NAME = "builtin"
 PROMPT_BLOCK_ORDER = 700
 #: worker threads per provider (bounds the threads a hanging provider can hold)
 WORKERS_PER_PROVIDER = 4
-#: consecutive timeouts after which a provider is suspended (its calls skipped without waiting)
-BREAKER_TIMEOUTS = 3
+#: consecutive failures (timeouts or exceptions) after which a provider is suspended
+BREAKER_FAILURES = 3
+#: the former name, when only timeouts counted
+BREAKER_TIMEOUTS = BREAKER_FAILURES
 #: how long a suspended provider is skipped before it is tried again
 BREAKER_SECONDS = 60.0
 #: threads draining the per-session ``sync_turn`` queues
@@ -105,9 +117,16 @@ class MemoryManager:
         self._settings = settings
         self._redactor = redactor
         self._closed = False
-        # breaker: provider id -> consecutive timeouts, and suspended-until (monotonic)
-        self._timeouts: dict[int, int] = {}
+        # breaker: provider id -> consecutive failures, and suspended-until (monotonic)
+        self._failures: dict[int, int] = {}
         self._suspended: dict[int, float] = {}
+        self._breaker_lock = threading.Lock()
+        # (provider, method) pairs whose bad output was logged already
+        self._warned: set[tuple[str, str]] = set()
+        # sync_turn jobs queued and not yet started; dropped ones (counted at shutdown)
+        self._sync_lock = threading.Lock()
+        self._syncs_queued = 0
+        self._dropped_syncs = 0
         self._close_lock = threading.Lock()
         self._pools: dict[int, DaemonPool] = {}
         self._builtin = builtin
@@ -201,8 +220,9 @@ class MemoryManager:
             if result is None or isinstance(result, _Missing):
                 continue
             if not isinstance(result, str):
-                _log_bad_result(provider, "system_prompt_block", result, "str or None")
+                self._bad_result(provider, "system_prompt_block", result, "str or None")
                 continue
+            result = self._clean(provider, "system_prompt_block", result)
             if result.strip():
                 blocks.append(
                     PromptBlock(
@@ -246,8 +266,9 @@ class MemoryManager:
             if result is None or isinstance(result, _Missing):
                 continue
             if not isinstance(result, str):
-                _log_bad_result(provider, "prefetch", result, "str or None")
+                self._bad_result(provider, "prefetch", result, "str or None")
                 continue
+            result = self._clean(provider, "prefetch", result)
             if result.strip():
                 texts.append(result.strip())
         return "\n\n".join(texts) if texts else None
@@ -260,10 +281,28 @@ class MemoryManager:
         it is abandoned and logged, and the queue goes on).
         """
         redacted = self._redactor.redact_turn(turn)
-        self._enqueue(
-            turn.session_id,
-            lambda: self._fan_out("sync_turn", (redacted,), self._settings.call_timeout),
-        )
+        with self._sync_lock:
+            closed = self._closed
+            if closed:
+                self._dropped_syncs += 1
+            else:
+                self._syncs_queued += 1
+        if closed:
+            logger.warning("memory: manager is shut down; sync of turn %r dropped", turn.turn_id)
+            return
+
+        def deliver() -> None:
+            with self._sync_lock:
+                if self._closed:  # counted as dropped by shutdown()
+                    return
+                self._syncs_queued -= 1
+            self._fan_out("sync_turn", (redacted,), self._settings.call_timeout)
+
+        if not self._enqueue(turn.session_id, deliver):
+            with self._sync_lock:
+                if not self._closed:  # once closed, shutdown() counted it already
+                    self._syncs_queued -= 1
+                    self._dropped_syncs += 1
 
     def on_pre_compress(self, session_id: str, messages: Sequence[Message]) -> list[str]:
         """Insights the summary must keep: builtin's, then the external provider's."""
@@ -276,9 +315,10 @@ class MemoryManager:
             if result is None or isinstance(result, _Missing):
                 continue
             if not isinstance(result, list) or not all(isinstance(i, str) for i in result):
-                _log_bad_result(provider, "on_pre_compress", result, "list[str]")
+                self._bad_result(provider, "on_pre_compress", result, "list[str]")
                 continue
-            insights.extend(item for item in result if item.strip())
+            cleaned = [self._clean(provider, "on_pre_compress", item) for item in result]
+            insights.extend(item for item in cleaned if item.strip())
         return insights
 
     # -- tools -------------------------------------------------------------------------
@@ -295,9 +335,10 @@ class MemoryManager:
             if result is None or isinstance(result, _Missing):
                 continue
             if not isinstance(result, list):
-                _log_bad_result(provider, "tool_schemas", result, "list of tool schemas")
+                self._bad_result(provider, "tool_schemas", result, "list of tool schemas")
                 continue
             for schema in result:
+                schema = self._clean_value(provider, "tool_schemas", schema)
                 problem = tool_schema_problem(schema)
                 if problem:
                     logger.error(
@@ -344,9 +385,9 @@ class MemoryManager:
         if isinstance(result, _Missing):
             return f"Error: memory tool {name!r} of provider {_name(provider)!r} failed; see logs."
         if not isinstance(result, str):
-            _log_bad_result(provider, "handle_tool_call", result, "str")
+            self._bad_result(provider, "handle_tool_call", result, "str")
             return f"Error: memory tool {name!r} returned no text."
-        return result
+        return self._clean(provider, "handle_tool_call", result)
 
     # -- teardown ------------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
@@ -366,10 +407,26 @@ class MemoryManager:
             if not self.flush(wait):
                 logger.warning("memory: sync queue not drained after %.1fs at shutdown", wait)
             self._fan_out("shutdown", (), self._settings.call_timeout)
-            self._closed = True
+            with self._sync_lock:
+                self._closed = True
+                self._dropped_syncs += self._syncs_queued
+                self._syncs_queued = 0
+                dropped = self._dropped_syncs
+            if dropped:
+                logger.warning(
+                    "memory: %d sync_turn call(s) dropped (still queued at shutdown or "
+                    "submitted after it); those turns did not reach the memory providers",
+                    dropped,
+                )
             self._sync_pool.shutdown()
             for pool in self._pools.values():
                 pool.shutdown()
+
+    @property
+    def dropped_syncs(self) -> int:
+        """Turns whose ``sync_turn`` never ran: queued at shutdown, or submitted after it."""
+        with self._sync_lock:
+            return self._dropped_syncs
 
     def __enter__(self) -> MemoryManager:
         return self
@@ -379,26 +436,57 @@ class MemoryManager:
 
     # -- isolation ---------------------------------------------------------------------------
     def _submit(self, provider: MemoryProvider, method: str, args: tuple[Any, ...]) -> Future[Any]:
-        until = self._suspended.get(id(provider))
-        if until is not None:
-            if time.monotonic() < until:
-                raise PoolClosed(f"memory provider {_name(provider)!r} is suspended")
-            self._suspended.pop(id(provider), None)
-            self._timeouts[id(provider)] = BREAKER_TIMEOUTS - 1  # one more timeout re-opens it
+        with self._breaker_lock:
+            until = self._suspended.get(id(provider))
+            if until is not None:
+                if time.monotonic() < until:
+                    raise PoolClosed(f"memory provider {_name(provider)!r} is suspended")
+                self._suspended.pop(id(provider), None)
+                # half-open: one more failure suspends it again
+                self._failures[id(provider)] = BREAKER_FAILURES - 1
         pool = self._pools[id(provider)]
         return pool.submit(getattr(provider, method), *args)
 
-    def _note_timeout(self, provider: MemoryProvider) -> None:
-        """Count a timeout; after BREAKER_TIMEOUTS in a row, suspend the provider for a while."""
-        count = self._timeouts.get(id(provider), 0) + 1
-        self._timeouts[id(provider)] = count
-        if count >= BREAKER_TIMEOUTS and id(provider) not in self._suspended:
-            self._suspended[id(provider)] = time.monotonic() + BREAKER_SECONDS
+    def _note_success(self, provider: MemoryProvider) -> None:
+        with self._breaker_lock:
+            failures = self._failures.pop(id(provider), 0)
+        if failures:
+            logger.info(
+                "memory provider %r answers again (after %d failure(s) in a row)",
+                _name(provider),
+                failures,
+            )
+
+    def _note_failure(self, provider: MemoryProvider, method: str, what: str, exc: object) -> None:
+        """Count a failure (timeout or exception) on the one breaker; log state changes only.
+
+        The first failure of a streak is logged (with the traceback of an
+        exception); later ones are not, until :data:`BREAKER_FAILURES` in a row
+        suspend the provider for :data:`BREAKER_SECONDS`, which is logged once.
+        """
+        with self._breaker_lock:
+            count = self._failures.get(id(provider), 0) + 1
+            self._failures[id(provider)] = count
+            suspend = count >= BREAKER_FAILURES and id(provider) not in self._suspended
+            if suspend:
+                self._suspended[id(provider)] = time.monotonic() + BREAKER_SECONDS
+        if count == 1:
+            logger.error(
+                "memory provider %r: %s %s (the turn goes on; further failures are not "
+                "logged until the provider is suspended or recovers)",
+                _name(provider),
+                method,
+                what,
+                exc_info=exc if isinstance(exc, BaseException) else None,
+            )
+        if suspend:
             logger.warning(
-                "memory provider %r timed out %d times in a row; suspended for %.0fs "
-                "(its calls are skipped without waiting)",
+                "memory provider %r failed %d times in a row (last: %s %s); suspended for "
+                "%.0fs (its calls are skipped without waiting)",
                 _name(provider),
                 count,
+                method,
+                what,
                 BREAKER_SECONDS,
             )
 
@@ -447,36 +535,80 @@ class MemoryManager:
     ) -> Any:
         try:
             result = future.result(timeout=timeout)
-            self._timeouts.pop(id(provider), None)
-            return result
         except FutureTimeout:
             future.cancel()  # still queued: never runs; running: result discarded
-            self._note_timeout(provider)
-            logger.warning(
-                "memory provider %r: %s exceeded %.2fs; skipped (the turn goes on)",
-                _name(provider),
-                method,
-                timeout if limit is None else limit,
-            )
-        except Exception as exc:
-            logger.error(
-                "memory provider %r: %s raised %s: %s (the turn goes on)",
-                _name(provider),
-                method,
-                type(exc).__name__,
-                exc,
-                exc_info=exc,
-            )
+            seconds = timeout if limit is None else limit
+            self._note_failure(provider, method, f"exceeded {seconds:.2f}s", None)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit from a provider must not end the turn
+            self._note_failure(provider, method, f"raised {type(exc).__name__}: {exc}", exc)
+        else:
+            self._note_success(provider)
+            return result
         return _MISSING
 
-    def _enqueue(self, session_id: str, job: Callable[[], object]) -> None:
+    def _enqueue(self, session_id: str, job: Callable[[], object]) -> bool:
         if self._closed:
             logger.warning("memory: manager is shut down; work for session %r dropped", session_id)
-            return
+            return False
         try:
             self._queues.submit(session_id, job)
         except PoolClosed:
             logger.warning("memory: manager is shut down; work for session %r dropped", session_id)
+            return False
+        return True
+
+    # -- output hygiene ----------------------------------------------------------------------
+    def _warn_once(self, provider: MemoryProvider, method: str, message: str, *args: Any) -> None:
+        key = (_name(provider), method)
+        with self._breaker_lock:
+            if key in self._warned:
+                return
+            self._warned.add(key)
+        logger.error(message + " (logged once per provider and method)", *args)
+
+    def _bad_result(
+        self, provider: MemoryProvider, method: str, result: object, expected: str
+    ) -> None:
+        shown = repr(result)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        self._warn_once(
+            provider,
+            method,
+            "memory provider %r: %s returned %s; expected %s; ignored",
+            _name(provider),
+            method,
+            shown,
+            expected,
+        )
+
+    def _clean(self, provider: MemoryProvider, method: str, text: str) -> str:
+        """``text`` with lone surrogates replaced by U+FFFD (logged once per provider/method)."""
+        cleaned = clean_text(text)
+        if cleaned is not text:
+            self._warn_once(
+                provider,
+                method,
+                "memory provider %r: %s returned text with a lone surrogate (not valid "
+                "Unicode); replaced by U+FFFD",
+                _name(provider),
+                method,
+            )
+        return cleaned
+
+    def _clean_value(self, provider: MemoryProvider, method: str, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._clean(provider, method, value)
+        if isinstance(value, dict):
+            return {
+                self._clean_value(provider, method, key): self._clean_value(provider, method, item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [self._clean_value(provider, method, item) for item in value]
+        return value
 
 
 # ---------------------------------------------------------------------------
@@ -494,17 +626,18 @@ def _name(provider: MemoryProvider) -> str:
     return provider.name or type(provider).__name__
 
 
-def _log_bad_result(provider: MemoryProvider, method: str, result: object, expected: str) -> None:
-    shown = repr(result)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
-    logger.error(
-        "memory provider %r: %s returned %s; expected %s; ignored",
-        _name(provider),
-        method,
-        shown,
-        expected,
-    )
+def clean_text(text: str) -> str:
+    """``text`` itself when it is valid Unicode, else a copy with lone surrogates as U+FFFD.
+
+    A well-formed surrogate pair (as a ``surrogateescape`` decoder leaves
+    none, but a JSON ``\\ud83d\\ude00`` escape does) becomes the character it
+    encodes.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def collect_providers(hook: Any, settings: Settings) -> dict[str, MemoryProvider]:

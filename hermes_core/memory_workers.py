@@ -132,7 +132,9 @@ class SessionQueues:
                 job = queue.popleft()
             try:
                 job()
-            except Exception:
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # SystemExit too: the queue must go on
                 logger.exception("memory: a queued job for session %r failed", key)
 
     def pending(self) -> int:

@@ -1,27 +1,126 @@
-"""The redaction step: applies :class:`~hermes_hookspecs.RedactionRule` s to text bound for memory.
+"""The redaction step: applies :class:`~hermes_hookspecs.RedactionRule` s to text that leaves.
 
 Rules come from the ``redaction_rules`` hook (the ``redaction`` plugin ships
 the defaults) and are applied one after another in ``name`` order, so the
 outcome never depends on plugin load order. A :class:`Redactor` is immutable
 after construction and safe to share between threads.
+
+The same rules guard every text bound for an auxiliary service, at one place
+each: the :class:`~hermes_core.memory.MemoryManager` redacts what it hands to
+memory providers, the host wraps every summarizer it hands out in a
+:class:`RedactingSummarizer` (so any summarizer, default or third-party, sees
+redacted input), and :class:`RedactingLogFilter` scrubs the log records of the
+``hermes_core`` and ``hermes_plugin_*`` loggers. The main model's own requests
+are the integrator's: they are sent as the session holds them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any
+
+from pydantic import BaseModel
 
 from hermes_hookspecs import (
     HandoffSummary,
     Message,
     RedactionRule,
     RegistrationError,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
     ToolCall,
     ToolFunction,
     TurnRecord,
 )
+
+# ---------------------------------------------------------------------------
+# prefilters: skip a rule at once when a literal all its matches contain is absent
+# ---------------------------------------------------------------------------
+
+
+class _Unsupported(Exception):
+    """The pattern uses a construct the literal analysis does not follow."""
+
+
+def _leading(node: Any) -> str:
+    """The literal characters a parsed sequence starts with."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    head: list[str] = []
+    for op, av in node.data:
+        if op is not c.LITERAL:
+            break
+        head.append(chr(av))
+    return "".join(head)
+
+
+def _required(node: Any) -> set[str] | None:
+    """Literal strings one of which every match of the parsed ``node`` contains (or None)."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    best: set[str] | None = None
+    run: list[str] = []
+
+    def consider(found: set[str] | None) -> None:
+        nonlocal best
+        shortest = min(map(len, found)) if found else 0
+        if shortest >= 2 and (best is None or shortest > min(map(len, best))):
+            best = found
+
+    for op, av in node.data:
+        if op is c.LITERAL:
+            run.append(chr(av))
+            continue
+        previous = "".join(run)
+        consider({previous} if run else None)
+        run = []
+        if op is c.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            if add_flags or del_flags:  # local flags change how literals match
+                raise _Unsupported
+            consider(_required(sub))
+        elif op is c.ATOMIC_GROUP:
+            consider(_required(av))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            low, _high, sub = av
+            if low >= 1:
+                consider(_required(sub))
+        elif op is c.BRANCH:
+            options = [_required(alternative) for alternative in av[1]]
+            if all(options):
+                consider(set().union(*options))  # type: ignore[arg-type]
+            # the common prefix the parser took out of the branches, glued back to each
+            heads = [_leading(alternative) for alternative in av[1]]
+            if previous and all(heads):
+                consider({previous + head for head in heads})
+        # assertions, classes, references...: nothing every match must contain
+    consider({"".join(run)} if run else None)
+    return best
+
+
+def prefilter(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A cheap pattern that finds text a match of ``pattern`` needs, or None when none is known.
+
+    The literal strings one of which every match contains are read from
+    the parsed pattern (only sequences, groups, repeats of at least one and
+    alternations whose every branch has one are followed; a group with its
+    own flags stops the analysis). They are searched with the pattern's own
+    flags, so case-insensitivity and the rest mean the same as in the rule.
+    """
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        literals = _required(_parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # an unknown construct or a changed private parser: no prefilter
+        return None
+    if not literals:
+        return None
+    alternatives = "|".join(re.escape(literal) for literal in sorted(literals))
+    return re.compile(alternatives, pattern.flags & ~re.VERBOSE)
 
 
 class Redactor:
@@ -43,8 +142,9 @@ class Redactor:
                 )
             seen.add(rule.name)
         self._rules: tuple[RedactionRule, ...] = tuple(ordered)
-        self._compiled: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-            (re.compile(rule.pattern), rule.replacement) for rule in ordered
+        compiled = [(re.compile(rule.pattern), rule.replacement) for rule in ordered]
+        self._compiled: tuple[tuple[re.Pattern[str], str, re.Pattern[str] | None], ...] = tuple(
+            (pattern, replacement, prefilter(pattern)) for pattern, replacement in compiled
         )
 
     @classmethod
@@ -77,7 +177,9 @@ class Redactor:
         """``text`` with every rule applied in name order."""
         if not text:
             return text
-        for pattern, replacement in self._compiled:
+        for pattern, replacement, required in self._compiled:
+            if required is not None and required.search(text) is None:
+                continue  # the rule cannot match: a literal every match contains is absent
             text = pattern.sub(replacement, text)
         return text
 
@@ -92,6 +194,26 @@ class Redactor:
             return {key: self.redact_value(item) for key, item in value.items()}
         if isinstance(value, list | tuple):
             return [self.redact_value(item) for item in value]
+        return value
+
+    def redact_any(self, value: Any) -> Any:
+        """A redacted copy of any value: messages and summaries as below, other models field by
+        field, strings, lists, tuples and dict values; other scalars unchanged."""
+        if isinstance(value, Message):
+            return self.redact_message(value)
+        if isinstance(value, HandoffSummary):
+            return self.redact_summary(value)
+        if isinstance(value, BaseModel):  # field by field; enums and numbers come back as they are
+            fields = type(value).model_fields
+            return value.model_copy(
+                update={name: self.redact_any(getattr(value, name)) for name in fields}
+            )
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {key: self.redact_any(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_any(item) for item in value]
         return value
 
     # -- structured ---------------------------------------------------------
@@ -112,7 +234,7 @@ class Redactor:
         if message.tool_calls:
             update["tool_calls"] = [self._redact_call(call) for call in message.tool_calls]
         if message.summary is not None:
-            update["summary"] = self._redact_summary(message.summary)
+            update["summary"] = self.redact_summary(message.summary)
         return message.model_copy(update=update)
 
     def redact_messages(self, messages: Iterable[Message]) -> list[Message]:
@@ -144,15 +266,173 @@ class Redactor:
             update={"function": ToolFunction(name=call.function.name, arguments=arguments)}
         )
 
-    def _redact_summary(self, summary: HandoffSummary) -> HandoffSummary:
-        update: dict[str, Any] = {
-            attr: self.redact(str(getattr(summary, attr)))
-            for attr, _title in HandoffSummary.STANDARD_TITLES
-        }
-        update["extra"] = [
-            section.model_copy(
-                update={"title": self.redact(section.title), "body": self.redact(section.body)}
-            )
-            for section in summary.extra
-        ]
-        return summary.model_copy(update=update)
+    def redact_summary(self, summary: HandoffSummary) -> HandoffSummary:
+        """A redacted copy of a handoff summary: every field but ``summarizer`` (a name).
+
+        Standard and extra sections, the facts it was built from, and any field a
+        later version adds go through :meth:`redact_any`.
+        """
+        return summary.model_copy(
+            update={
+                name: self.redact_any(getattr(summary, name))
+                for name in type(summary).model_fields
+                if name != "summarizer"
+            }
+        )
+
+
+# ---------------------------------------------------------------------------
+# summarizers: every request is redacted before a summarizer sees it
+# ---------------------------------------------------------------------------
+
+
+#: fields of a summary request that are identifiers, not text, and pass unchanged
+SUMMARY_REQUEST_IDS = frozenset({"session_id", "model"})
+
+
+def redact_summary_request(redactor: Redactor, request: SummaryRequest) -> SummaryRequest:
+    """A copy of ``request`` with every text redacted.
+
+    Every field but the identifiers in :data:`SUMMARY_REQUEST_IDS` goes
+    through :meth:`Redactor.redact_any`: the messages, the previous summary,
+    insights, focus, facts, the reused prefix and its tool schemas, and any
+    field a later version adds (redacted by default, so a new text field
+    cannot leak). A reused prefix differs from the main model's bytes only
+    where a secret was removed, so a provider cache still serves it up to there.
+    """
+    update = {
+        name: redactor.redact_any(getattr(request, name))
+        for name in type(request).model_fields
+        if name not in SUMMARY_REQUEST_IDS
+    }
+    return request.model_copy(update=update)
+
+
+class RedactingSummarizer(Summarizer):
+    """Wraps a summarizer so that it only ever receives redacted requests.
+
+    The wrapper takes the inner summarizer's ``name`` and ``context_length``
+    and forwards any other attribute (``max_output_tokens``...) to it, so
+    code that reads a summarizer's settings sees the real ones.
+
+    :param inner: the summarizer chosen by name (any implementation).
+    :param redactor: the rules to apply (the host's).
+    """
+
+    def __init__(self, inner: Summarizer, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+        self.name = inner.name
+        self.context_length = inner.context_length
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return self.inner.summarize(redact_summary_request(self.redactor, request))
+
+    def __getattr__(self, attr: str) -> Any:
+        # only called for attributes the wrapper lacks; "inner" is set first in __init__
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    def __repr__(self) -> str:
+        return f"RedactingSummarizer({self.inner!r})"
+
+
+# ---------------------------------------------------------------------------
+# logs: the same rules over hermes-core's own log records
+# ---------------------------------------------------------------------------
+
+#: logger name prefixes whose records are redacted
+LOGGER_PREFIXES = ("hermes_core", "hermes_plugin_")
+
+
+class RedactingLogFilter(logging.Filter):
+    """A logging filter that redacts a record's message, arguments and traceback text.
+
+    The record is rewritten in place (``msg`` becomes the redacted, formatted
+    message and ``args`` empty; a traceback is formatted now and redacted into
+    ``exc_text``), so every handler downstream sees only redacted text. It
+    never drops a record. Attach it to a logger or a handler; the host attaches
+    one to the ``hermes_core`` and ``hermes_plugin_*`` loggers
+    (:func:`install_log_redaction`).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "_hermes_redacted", False):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format: leave it to the handler to report
+            return True
+        record.msg = self.redactor.redact(message)
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redactor.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redactor.redact(record.stack_info)
+        setattr(record, "_hermes_redacted", True)  # noqa: B010 - LogRecord has no such field
+        return True
+
+
+_LOG_FILTER: RedactingLogFilter | None = None
+#: the loggers the core and the default plugins log to (created here if not yet used)
+KNOWN_LOGGERS = (
+    "hermes_core",
+    "hermes_core.compression",
+    "hermes_core.memory",
+    "hermes_core.runtime",
+    "hermes_plugin_sqlite_store",
+    "hermes_plugin_postgres_store",
+    "hermes_plugin_codex_compaction.client",
+)
+
+
+def active_redactor() -> Redactor | None:
+    """The rules of the last host in this process (None before any host was created)."""
+    return None if _LOG_FILTER is None else _LOG_FILTER.redactor
+
+
+_PREVIOUS_FACTORY: Any = None
+
+
+def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    record: logging.LogRecord = _PREVIOUS_FACTORY(*args, **kwargs)
+    if _LOG_FILTER is not None and record.name.startswith(LOGGER_PREFIXES):
+        _LOG_FILTER.filter(record)
+    return record
+
+
+def install_log_redaction(redactor: Redactor) -> RedactingLogFilter:
+    """Attach one :class:`RedactingLogFilter` to every hermes-core logger; returns it.
+
+    A logger's filters see only the records logged on that very logger (not
+    its children's), so the filter goes on each logger: the known ones and
+    every existing logger under :data:`LOGGER_PREFIXES`. A logger created
+    later is covered by a log-record factory (chained to the one in place)
+    that applies the same filter to records of those names when they are
+    made. Calling it again (another host in the same process) swaps the
+    rules of the one shared filter instead of stacking filters.
+    """
+    global _LOG_FILTER, _PREVIOUS_FACTORY
+    if _LOG_FILTER is None:
+        _LOG_FILTER = RedactingLogFilter(redactor)
+    else:
+        _LOG_FILTER.redactor = redactor
+    if logging.getLogRecordFactory() is not _redacting_factory:
+        _PREVIOUS_FACTORY = logging.getLogRecordFactory()
+        logging.setLogRecordFactory(_redacting_factory)
+    names = set(KNOWN_LOGGERS)
+    names.update(
+        name for name in list(logging.Logger.manager.loggerDict) if name.startswith(LOGGER_PREFIXES)
+    )
+    for name in sorted(names):
+        log = logging.getLogger(name)
+        if _LOG_FILTER not in log.filters:
+            log.addFilter(_LOG_FILTER)
+    return _LOG_FILTER

@@ -9,6 +9,8 @@ stores so every backend refuses the same inputs with the same messages.
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -19,6 +21,7 @@ from hermes_hookspecs.messages import Usage
 from hermes_hookspecs.records import (
     CompactionEvent,
     ContinuationUpdate,
+    LeaseHolder,
     NewMessage,
     NewSession,
     PrefixEntry,
@@ -367,3 +370,44 @@ def event_from_row(row: Sequence[Any]) -> CompactionEvent:
         detail=json.loads(detail),
         created_at=created_at,
     )
+
+
+# ---------------------------------------------------------------------------
+# leases: the one dead-holder rule both stores apply
+# ---------------------------------------------------------------------------
+
+
+def process_state(pid: int) -> str | None:
+    """The one-letter state of process ``pid`` from ``/proc/PID/stat`` (None: unknown).
+
+    The command name in field 2 may hold spaces and parentheses, so the state is
+    read after the last ``)``.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()
+    return fields[0] if fields else None
+
+
+def holder_is_dead(holder: LeaseHolder) -> bool:
+    """True only when the lease holder's process provably runs no code on this host.
+
+    Dead means: the holder names this host, a pid other than ours, and either
+    no such process exists (``os.kill(pid, 0)`` says so) or it is a zombie
+    (``Z``: exited, not yet reaped by its parent) or dying (``X``), by
+    ``/proc/PID/stat``. A holder on another host, a pid we may not signal, or
+    a process whose state cannot be read is *not* dead: its lease lasts until
+    it expires. Both stores apply this rule (the conformance suite pins it).
+    """
+    if holder.host != socket.gethostname() or holder.pid <= 0 or holder.pid == os.getpid():
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return process_state(holder.pid) in ("Z", "X")

@@ -337,7 +337,14 @@ def on_compressed(session_id: str, result: CompressionResult) -> None:
 
 @hookspec
 def redaction_rules() -> list[RedactionRule] | None:
-    """Contribute rules applied to everything sent to a memory provider.
+    """Contribute rules applied to every text that leaves for an auxiliary service.
+
+    The rules scrub what memory providers and summarizers receive, and the
+    records of the hermes-core loggers. The main model's requests are not
+    redacted. A pattern is run over whole texts of any size, so it must take
+    time linear in the text: start matches only where a token can start (a
+    look-behind for the token's own characters), and use bounded or possessive
+    quantifiers.
 
     :return: rules (or None). All results are combined; rules apply in
         ``name`` order so the outcome does not depend on plugin load order.

@@ -152,3 +152,14 @@ def test_inputs_cut_at_a_turn_boundary() -> None:
     assert 100_000 <= sum(tokens.count_message(m) for m in cut) < 150_000
     last = cut[-1]
     assert last.role == "assistant" and not last.tool_calls
+
+
+def test_secrets_canary_scenario_catches_a_leak(tmp_path: Path) -> None:
+    from benchmarks.torture_hostile import secrets_canary
+
+    sound = secrets_canary(tmp_path / "redacted")
+    assert sound["failures"] == [] and sound["trials"] == 26 * 4
+    # with the rules blocked every path must be reported leaking
+    broken = secrets_canary(tmp_path / "unredacted", block=("redaction",))
+    leaking = {failure.split(":")[0] for failure in broken["failures"] if "leaked" in failure}
+    assert leaking == set(sound["paths"])

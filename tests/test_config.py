@@ -78,3 +78,51 @@ def test_reserved_output_comes_off_the_window() -> None:
     report = effective_threshold(s, model="m", context_length=100_000)
     assert report.usable_window == 90_000
     assert report.threshold_tokens == int(90_000 * 0.75)
+
+
+# -- secrets in config errors (issue #16 item 11) ------------------------------------------
+
+
+def test_config_errors_hide_values_of_secret_keys() -> None:
+    from hermes_core.config import HIDDEN
+
+    key = "sk-proj-Zt8qLm3Vx9KpR2sW7yB4nC6dF1gH5jA0eUiO"
+    with pytest.raises(ConfigError) as bad:
+        settings_from({"summarizer": {"openai": {"api_key": key}}})  # an unknown key
+    message = str(bad.value)
+    assert "summarizer.openai.api_key" in message and HIDDEN in message
+    assert key not in message
+
+
+def test_config_errors_hide_secret_shaped_values_under_any_key() -> None:
+    secrets = [
+        "sk-proj-Zt8qLm3Vx9KpR2sW7yB4nC6dF1gH5jA0eUiO",  # an API key in the wrong place
+        "ghp_4rT9wQ2zX7cV1bN8mK3jH6gF5dS0aP2oI9uY",
+        "postgres://app:pg-Pa55word@db.internal:5432/app",
+    ]
+    for secret in secrets:
+        with pytest.raises(ConfigError) as bad:
+            settings_from({"model": {"name": "gpt-4o", "context_length": secret}})
+        assert secret not in str(bad.value) and "model.context_length" in str(bad.value)
+    env = {"HERMES_CORE__MODEL__BASE_URL": "x", "HERMES_CORE__MODEL__APIKEY": secrets[0]}
+    with pytest.raises(ConfigError) as bad:
+        load_settings(environ=env)
+    assert secrets[0] not in str(bad.value) and "model.apikey" in str(bad.value)
+
+
+def test_config_errors_still_show_ordinary_values() -> None:
+    with pytest.raises(ConfigError) as bad:
+        settings_from({"model": {"context_length": "lots"}})
+    assert "'lots'" in str(bad.value)
+    with pytest.raises(ConfigError) as bad:
+        settings_from({"compression": {"summary_input_tokens": -5}})
+    assert "-5" in str(bad.value)  # a number is not a secret, even under a *_tokens key
+
+
+def test_config_errors_show_model_names_and_paths() -> None:
+    from hermes_core.config import may_be_secret
+
+    assert not may_be_secret("model.name", "gpt-4o-mini-2024-07-18")
+    assert not may_be_secret("session.path", "/home/ada/projects/agent-2024/sessions.db")
+    assert may_be_secret("model.name", "9f8e7d6c5b4a39281706f5e4d3c2b1a0")  # 32 hex digits
+    assert may_be_secret("model.name", "sk-proj-Zt8qLm3Vx9KpR2sW7yB4nC6dF1gH5jA0eUiO")

@@ -228,7 +228,10 @@ def test_a_misbehaving_provider_does_not_break_the_session(
     assert "Recalled facts" not in json.dumps(out["last_user_api_content"])
     assert out["compress_status"].startswith("compressed"), out["compress_status"]
     if mode == "raise":
-        assert {"prefetch", "sync_turn", "on_pre_compress"} <= set(out["wrapper_calls"])
+        # the provider was really called; after BREAKER_FAILURES errors in a row the one
+        # breaker suspends it (errors count like timeouts), so later calls skip it
+        assert out["wrapper_calls"] and len(out["wrapper_calls"]) <= 4, out["wrapper_calls"]
+        assert "initialize" in out["wrapper_calls"]
     if mode == "hang":
         # two turns, each waiting at most the 0.3 s timeouts for a few blocking calls
         assert out["turn_seconds"] < 6.0, out["turn_seconds"]

@@ -153,6 +153,41 @@ SECRETS: list[tuple[str, str, str]] = [
     ),
 ]
 
+# formats added for issue #16 (each rule must catch its own sample)
+SECRETS += [
+    (
+        '{"SecretAccessKey": "Zq4Xw8Ce2Vr6Bt1Ny5Mu9Ki3aBcDeFgHiJkLmNoPqR", "SessionToken": "x"}',
+        "Zq4Xw8Ce2Vr6Bt1Ny5Mu9Ki3aBcDeFgHiJkLmNoPqR",
+        "aws_session_credentials",
+    ),
+    (
+        "export AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEaBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789+/=",
+        "IQoJb3JpZ2luX2VjEaBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789+/=",
+        "aws_session_credentials",
+    ),
+    (
+        "charge with sk_live_51HxYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIjKlMnOpQr",
+        "sk_live_51HxYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIjKlMnOpQr",
+        "stripe_key",
+    ),
+    (
+        "login with hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh then pull",
+        "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh",
+        "huggingface_token",
+    ),
+    (
+        "token npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 published",
+        "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "npm_token",
+    ),
+    (
+        "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nPrivate-Lines: 1\n"
+        "AAAAgQDsecretPuTTYline0123\nPrivate-MAC: 0a1b2c3d\nafter",
+        "AAAAgQDsecretPuTTYline0123",
+        "putty_private_key",
+    ),
+]
+
 # texts that must pass through unchanged
 NON_SECRETS: list[str] = [
     "pip install scikit-learn and import sklearn",
@@ -336,3 +371,39 @@ def test_hook_returning_garbage_is_named() -> None:
     pm.register(Broken())
     with pytest.raises(RegistrationError, match="not a rule"):
         Redactor.from_hook(pm.hook)
+
+
+def test_url_password_is_linear_on_dash_runs(redactor: Redactor) -> None:
+    # issue #16: 100 KB of "x-x-x-..." took 36 s (every word boundary rescanned the run)
+    text = "x-" * 50_000
+    started = time.perf_counter()
+    assert redactor.redact(text) == text
+    assert time.perf_counter() - started < 0.5
+
+
+def test_secrets_canary_is_caught_by_the_installed_rules() -> None:
+    from hermes_core.testing.canary import CANARIES, canary_text, leaked
+
+    assert len(CANARIES) >= 22
+    full = Redactor(hermes_plugin_redaction.redaction_rules())
+    assert leaked(full.redact(canary_text())) == []
+    for canary in CANARIES:  # one at a time too: no rule relies on a neighbour
+        assert canary.secret not in full.redact(canary.text), canary.name
+
+
+def test_detect_secrets_formats_are_adopted_after_the_own_rules() -> None:
+    from hermes_plugin_redaction import library_rules
+
+    rules = library_rules()
+    names = [rule.name for rule in rules]
+    assert any(".StripeDetector." in name for name in names)
+    assert all(name.startswith("vendor.detect_secrets.") for name in names)
+    assert max(rule.name for rule in default_rules()) < min(names)  # own rules first
+    excluded = ("JwtTokenDetector", "NpmDetector", "OpenAIDetector", "IPPublicDetector")
+    assert not [name for name in names if any(f".{cls}." in name for cls in excluded)]
+    redactor = Redactor(rules)
+    twilio = "SK" + "0123456789abcdef" * 2
+    sendgrid = "SG." + "a" * 22 + "." + "b" * 43
+    out = redactor.redact(f"twilio {twilio} and sendgrid {sendgrid}")
+    assert twilio not in out and sendgrid not in out
+    assert "[REDACTED:twilio_api_key]" in out

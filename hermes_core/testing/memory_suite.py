@@ -48,6 +48,7 @@ from pydantic import BaseModel
 from hermes_core.config import MemorySettings
 from hermes_core.memory import MemoryManager, tool_schema_problem
 from hermes_core.redaction import Redactor
+from hermes_core.testing.canary import canary_text, leaked
 from hermes_hookspecs import (
     MemoryProvider,
     MemorySession,
@@ -487,7 +488,7 @@ class MemoryProviderSuite:
     ) -> None:
         recorder = RecordingProvider(provider)
         key, token, aws = SAMPLE_SECRETS
-        text = f"Use {key} for OpenAI, {token} for GitHub and {aws} for S3."
+        text = f"Use {key} for OpenAI, {token} for GitHub and {aws} for S3.\n{canary_text()}"
         messages = [
             Message(role="user", content=text),
             Message(
@@ -530,3 +531,4 @@ class MemoryProviderSuite:
         assert "[REDACTED" in seen
         for secret in SAMPLE_SECRETS:
             assert secret not in seen, f"the provider was handed {secret!r} unredacted"
+        assert leaked(seen) == [], "canary formats handed to the provider unredacted"

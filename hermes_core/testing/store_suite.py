@@ -57,6 +57,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from hermes_core.storekit import process_state
 from hermes_hookspecs import (
     CompactionEvent,
     ContinuationUpdate,
@@ -180,6 +181,17 @@ def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
+
+
+def zombie_process() -> subprocess.Popen[bytes]:
+    """A child that has exited and is not reaped yet (state ``Z``); ``wait()`` it afterwards."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while process_state(proc.pid) != "Z":
+        if time.monotonic() > deadline:
+            raise AssertionError(f"child {proc.pid} did not become a zombie")
+        time.sleep(0.005)
+    return proc
 
 
 def snapshot(store: SessionStore, session_id: str) -> dict[str, Any]:
@@ -1230,6 +1242,61 @@ class SessionStoreSuite:
         assert grant.token > held.token
         with pytest.raises(LeaseLost):
             store.append_messages(session_id, [user("ghost write")], lease=held)
+
+    def test_zombie_holder_on_this_host_taken_over(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        # a zombie (exited, not reaped) still answers os.kill(pid, 0), yet runs no code
+        if process_state(os.getpid()) is None:
+            pytest.skip("no /proc on this platform")
+        zombie = zombie_process()
+        try:
+            ghost = LeaseHolder(name="zombie", host=socket.gethostname(), pid=zombie.pid)
+            held = store.acquire_lease(session_id, ghost, 3600)
+            started = time.monotonic()
+            grant = store.acquire_lease(session_id, LeaseHolder(name="heir"), 30)
+            assert time.monotonic() - started < 0.5
+            assert grant.token > held.token
+            with pytest.raises(LeaseLost):
+                store.append_messages(session_id, [user("zombie write")], lease=held)
+        finally:
+            zombie.wait()
+
+    def test_waiter_takes_over_promptly_when_the_holder_becomes_a_zombie(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        if process_state(os.getpid()) is None:
+            pytest.skip("no /proc on this platform")
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+        )
+        try:
+            holder = LeaseHolder(name="doomed", host=socket.gethostname(), pid=child.pid)
+            held = store.acquire_lease(session_id, holder, 3600)
+            got: list[tuple[float, LeaseGrant]] = []
+            waiter = threading.Thread(
+                target=lambda: got.append(
+                    (
+                        time.monotonic(),
+                        store.acquire_lease(session_id, LeaseHolder(name="heir"), 30, timeout=20),
+                    )
+                )
+            )
+            waiter.start()
+            time.sleep(0.3)
+            assert not got  # the holder is alive: the waiter waits
+            assert child.stdin is not None
+            child.stdin.close()  # the child exits; nobody reaps it: a zombie
+            while process_state(child.pid) != "Z":
+                time.sleep(0.002)
+            died = time.monotonic()
+            waiter.join(20)
+            assert got, "the waiter never got the lease"
+            took = got[0][0] - died
+            assert took < 0.5, f"take-over from a zombie holder took {took:.3f}s"
+            assert got[0][1].token > held.token
+        finally:
+            child.wait()
 
     def test_dead_pid_on_other_host_not_taken_over(
         self, store: SessionStore, session_id: str

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hermes_core.storekit import holder_is_dead
 from hermes_hookspecs import hookimpl
 
 from .connection import require_dsn
-from .leases import holder_is_dead
 from .store import PostgresSessionStore
 
 __all__ = ["PostgresSessionStore", "holder_is_dead", "open_from_settings"]

@@ -6,7 +6,8 @@
   for the session (and across the database).
 * A lease is live while it is not released, not expired, and its holder is
   not provably dead: same host as the caller and no such process (a zombie
-  counts as dead). A live lease held by someone else makes ``acquire`` wait
+  counts as dead); the rule is :func:`hermes_core.storekit.holder_is_dead`,
+  shared with the SQLite store. A live lease held by someone else makes ``acquire`` wait
   or raise :class:`LeaseBusy`.
 * Writes lock the lease row ``FOR SHARE`` inside their transaction (see
   :func:`fence`), so a takeover cannot slip between the check and the commit.
@@ -19,13 +20,12 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes_core.storekit import holder_is_dead
 from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, ValidationError
 from hermes_hookspecs.records import LeaseGrant, LeaseHolder
 
@@ -91,24 +91,6 @@ class LeaseRow:
         else:
             state = f"{self.remaining:.3f}s left"
         return f"held by {h.name!r} (pid {h.pid} on {h.host}), token {self.token}, {state}"
-
-
-def holder_is_dead(holder: LeaseHolder) -> bool:
-    """True only when the holder's process provably does not exist on this host."""
-    if holder.host != socket.gethostname() or holder.pid <= 0 or holder.pid == os.getpid():
-        return False
-    try:
-        os.kill(holder.pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    try:  # a zombie (killed, not yet reaped) runs no code: dead for our purposes
-        stat = Path(f"/proc/{holder.pid}/stat").read_text()
-    except OSError:
-        return False
-    fields = stat.rsplit(")", 1)[-1].split()
-    return bool(fields) and fields[0] in ("Z", "X")
 
 
 def load(conn: psycopg.Connection[Any], session_id: str, lock: str = "") -> LeaseRow:

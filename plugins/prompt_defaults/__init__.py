@@ -21,7 +21,7 @@ from typing import Any
 
 from hermes_hookspecs import Layer, PromptBlock, PromptContext, hookimpl
 
-from .rules import find_rule_file, read_rule_file
+from .rules import find_rule_file, log, read_rule_file
 
 __all__ = ["find_rule_file", "read_rule_file"]
 
@@ -52,8 +52,13 @@ def prompt_blocks(context: PromptContext, settings: Any) -> list[PromptBlock]:
         )
     if context.cwd:
         found = find_rule_file(context.cwd, p.rule_files)
+        text = None
         if found is not None:
-            text = read_rule_file(found, p.rule_file_max_chars)
+            try:
+                text = read_rule_file(found, p.rule_file_max_chars)
+            except OSError as exc:  # vanished or swapped since it was found
+                log.warning("project rule file %s skipped: %s", found, exc)
+        if found is not None and text is not None:
             blocks.append(
                 PromptBlock(
                     layer=Layer.CONTEXT,

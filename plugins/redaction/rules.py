@@ -93,6 +93,16 @@ def default_rules() -> list[RedactionRule]:
             replacement=r"\g<1>[REDACTED:aws_secret_access_key]",
         ),
         RedactionRule(
+            name="aws_session_credentials",
+            # the JSON of `aws sts` / `aws configure export-credentials` and the
+            # session-token variables: SecretAccessKey, SessionToken, aws_session_token
+            pattern=(
+                r"(?i)((?<![A-Za-z0-9])(?:aws_?)?(?:secret_?access_?key|session_?token"
+                r"|security_?token)[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED)[A-Za-z0-9/+=]{16,}+"
+            ),
+            replacement=r"\g<1>[REDACTED:aws_session_credentials]",
+        ),
+        RedactionRule(
             name="bearer_token",
             pattern=r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}=*",
             replacement=r"\g<1>[REDACTED:bearer_token]",
@@ -115,12 +125,26 @@ def default_rules() -> list[RedactionRule]:
             replacement="[REDACTED:google_oauth_token]",
         ),
         RedactionRule(
+            name="huggingface_token",
+            pattern=r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}+",
+            replacement="[REDACTED:huggingface_token]",
+        ),
+        RedactionRule(
             name="jwt",
             pattern=(
                 r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
                 r"\.[A-Za-z0-9_-]*"
             ),
             replacement="[REDACTED:jwt]",
+        ),
+        RedactionRule(
+            name="npm_token",
+            # npm_ granular/automation tokens, and the value of an .npmrc _authToken line
+            pattern=(
+                r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36,}+"
+                r"|(?<=:_authToken=)(?!\[REDACTED)[^\s\"']++"
+            ),
+            replacement="[REDACTED:npm_token]",
         ),
         RedactionRule(
             name="openai_api_key",
@@ -150,6 +174,15 @@ def default_rules() -> list[RedactionRule]:
             replacement="[REDACTED:private_key]",
         ),
         RedactionRule(
+            name="putty_private_key",
+            # a .ppk file, whole: header, public and private lines, up to its MAC line
+            pattern=(
+                r"PuTTY-User-Key-File-\d++:[\s\S]*?"
+                r"(?:Private-(?:MAC|Hash):[ \t]*+[0-9A-Fa-f]*+|\Z)"
+            ),
+            replacement="[REDACTED:putty_private_key]",
+        ),
+        RedactionRule(
             name="slack_token",
             pattern=r"(?<![A-Za-z0-9_-])(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}",
             replacement="[REDACTED:slack_token]",
@@ -160,8 +193,18 @@ def default_rules() -> list[RedactionRule]:
             replacement="[REDACTED:slack_webhook]",
         ),
         RedactionRule(
+            name="stripe_key",
+            pattern=r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}+",
+            replacement="[REDACTED:stripe_key]",
+        ),
+        RedactionRule(
             name="url_password",
-            pattern=r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)(?!\[REDACTED)[^/\s@]+@",
+            # a match can only start where a scheme starts (the look-behind), and the
+            # possessive runs never give characters back: one pass over the text
+            pattern=(
+                r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*+://[^/\s:@\[]++:)"
+                r"(?!\[REDACTED)[^/\s@]++@"
+            ),
             replacement=r"\g<1>[REDACTED:url_password]@",
         ),
     ]

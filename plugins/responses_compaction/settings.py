@@ -49,6 +49,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hermes_core.config import shown_value
 from hermes_hookspecs import ConfigError
 
 SECTION = "compaction.responses"
@@ -139,10 +140,11 @@ def _describe(error: ValidationError) -> str:
     problems: list[str] = []
     for item in error.errors():
         key = ".".join(str(part) for part in item["loc"]) or "(table)"
+        value = shown_value(f"{SECTION}.{key}", item["input"])  # secrets are not echoed
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown key {SECTION}.{key} (value {item['input']!r:.80})")
+            problems.append(f"unknown key {SECTION}.{key} (value {value})")
         else:
-            problems.append(f"{SECTION}.{key} = {item['input']!r:.80}: {item['msg']}")
+            problems.append(f"{SECTION}.{key} = {value}: {item['msg']}")
     known = ", ".join(ResponsesCompactionSettings.model_fields)
     return f"invalid [{SECTION}] settings: " + "; ".join(problems) + f" (known keys: {known})"
 

@@ -8,11 +8,17 @@
   exponential backoff on ``database is locked`` until ``busy_budget`` seconds
   have passed; the whole transaction body is re-run after a busy error.
 * Readers open the file read-only (``mode=ro``) and use SQLite's busy handler.
+* A new database file is created ``0600`` (its ``-wal`` and ``-shm`` follow).
+  Before every ``COMMIT`` the database file and its ``-wal`` are checked to be
+  the files the store opened (:mod:`.identity`); if one was deleted or
+  replaced the write is refused with a :class:`StoreError` naming it, what
+  was acknowledged before is saved, and every later write is refused too.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import random
 import sqlite3
@@ -27,6 +33,7 @@ from hermes_hookspecs.errors import CorruptDatabaseError, HermesError, StoreErro
 
 from .filesystems import wal_unsafe_reason
 from .health import check_file, is_corruption, wal_on_disk
+from .identity import PRIVATE_MODE, FileWatch, create_private
 from .migrations import migrate, read_version
 
 JournalPolicy = Literal["auto", "wal", "rollback"]
@@ -84,15 +91,25 @@ class Database:
         self._all_readers: list[sqlite3.Connection] = []
         self._closed = False
         self.applied_migrations: list[str] = []
+        #: set when the files went missing: every later write is refused with it
+        self.refused: str | None = None
 
         check_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            create_private(path)
+        except OSError as exc:
+            raise StoreError(
+                f"sqlite store {path}: cannot create the database file: {exc}"
+            ) from exc
         try:
             self._writer = sqlite3.connect(
                 str(path), timeout=0, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
             raise translate(exc, path) from exc
+        self._watch_db = FileWatch(path, "database file")
+        self._watch_wal = FileWatch(path.with_name(path.name + "-wal"), "write-ahead log")
         try:
             read_version(self._writer, str(path))
             self.journal_mode = self._setup_journal(journal)
@@ -200,12 +217,17 @@ class Database:
         deadline = time.monotonic() + self.busy_budget
         attempt = 0
         with self._writer_lock:
+            if self.refused is not None:
+                raise StoreError(self.refused)
             conn = self._writer
             while True:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                     result = body(conn)
+                    self._check_files(conn)
                     self._commit(conn, deadline)
+                    if self.journal_mode == "wal":
+                        self._watch_wal.note()
                     return result
                 except sqlite3.OperationalError as exc:
                     self._rollback(conn)
@@ -219,6 +241,52 @@ class Database:
                 except BaseException:
                     self._rollback(conn)
                     raise
+
+    # -- the files under the store ------------------------------------------------
+    def _check_files(self, conn: sqlite3.Connection) -> None:
+        """Before COMMIT: refuse if the database file or its -wal is not the one opened."""
+        problem = self._watch_db.problem()
+        if problem is None and self.journal_mode == "wal":
+            problem = self._watch_wal.problem()
+        if problem is None:
+            return
+        self._rollback(conn)
+        # a lost database file: copy what the open inode holds; a lost -wal: checkpoint it
+        saved = self._rescue_copy(conn) if self._watch_db.lost else self._checkpoint(conn)
+        self.refused = (
+            f"sqlite store {self.path}: {problem}; this write and every later one is refused "
+            f"so that nothing is acknowledged that would be lost. {saved} Reopen the store "
+            "(after restoring the file) to write again."
+        )
+        self._log.error("%s", self.refused)
+        raise StoreError(self.refused)
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> str:
+        """Copy the committed log into the main file (SQLite still reads the unlinked log)."""
+        try:
+            busy, _frames, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            return f"Checkpointing the earlier commits into {self.path} failed ({exc})."
+        if busy:
+            return (
+                f"The earlier commits could not all be checkpointed into {self.path} "
+                "(a reader held the log); keep this process alive and copy them out."
+            )
+        return f"The earlier commits were checkpointed into {self.path}."
+
+    def _rescue_copy(self, conn: sqlite3.Connection) -> str:
+        """Save the still-open (unlinked or displaced) database to a new file next to the path."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        rescue = self.path.with_name(f"{self.path.name}.rescued-{stamp}-{os.getpid()}")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(rescue)
+            conn.execute("VACUUM INTO ?", (str(rescue),))
+        except (OSError, sqlite3.Error) as exc:
+            return f"Saving a copy of what was stored to {rescue} failed ({exc})."
+        with suppress(OSError):
+            os.chmod(rescue, PRIVATE_MODE)
+        return f"Everything stored before was saved to {rescue}."
 
     def _commit(self, conn: sqlite3.Connection, deadline: float) -> None:
         attempt = 0

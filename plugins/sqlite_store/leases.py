@@ -6,8 +6,8 @@ deleted, so tokens are strictly increasing per session.
 
 A lease is *live* while it is not released, not past ``expires_at`` by the
 store's clock (``time.time()`` of the process doing the check), and its
-holder is not provably dead (same host and ``os.kill(pid, 0)`` reports no
-such process). Anything else can be taken over.
+holder is not provably dead (:func:`hermes_core.storekit.holder_is_dead`:
+same host and no such process, or a zombie). Anything else can be taken over.
 
 Waiting (:func:`wait_for_grant`) polls ``PRAGMA data_version`` on one
 read connection with an adaptive interval of 1 to 10 ms: a commit by any
@@ -18,15 +18,13 @@ when the holder's expiry passes and every 100 ms (to notice a dead holder).
 
 from __future__ import annotations
 
-import os
-import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes_core.storekit import check_ttl
+from hermes_core.storekit import check_ttl, holder_is_dead
 from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError, ValidationError
 from hermes_hookspecs.records import LeaseGrant, LeaseHolder
 from hermes_hookspecs.store import SessionStore
@@ -64,19 +62,6 @@ class LeaseRow:
             f"held by {h.name!r} (pid {h.pid} on {h.host}) with token {self.token} "
             f"until {time.strftime('%H:%M:%S', time.localtime(self.expires_at))}"
         )
-
-
-def holder_is_dead(holder: LeaseHolder) -> bool:
-    """True only when the holder's process provably does not exist on this host."""
-    if holder.host != socket.gethostname() or holder.pid <= 0 or holder.pid == os.getpid():
-        return False
-    try:
-        os.kill(holder.pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def is_live(row: LeaseRow | None, now: float) -> bool:

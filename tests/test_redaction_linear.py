@@ -1,0 +1,215 @@
+"""Every installed redaction rule runs in time linear in its input (issue #16).
+
+A regular expression that rescans a run of characters from every position
+inside it is quadratic: ``x-x-x-...`` of 100 KB took 36 s with the GIL held.
+Here hypothesis builds adversarial inputs by repeating short units made of the
+rules' own prefixes, key words and separators (the pieces a backtracking
+pattern trips on) up to 32 KB, and each rule alone must stay under a bound on
+time per byte. A linear rule takes 1-400 ns per byte here; the quadratic ones
+that issue #16 found take 6-60 us per byte at this size and grow with it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hermes_plugin_redaction
+from hermes_core.redaction import Redactor, prefilter
+from hermes_core.testing.canary import CANARIES
+from hermes_hookspecs import RedactionRule
+
+SIZE = 32_000
+#: per rule, per byte; the quadratic url_password of issue #16 took ~60 us/byte at this size
+BOUND_NS_PER_BYTE = 3_000
+
+RULES: list[RedactionRule] = hermes_plugin_redaction.redaction_rules()
+REDACTOR = Redactor(RULES)
+COMPILED = [(rule.name, re.compile(rule.pattern), rule.replacement) for rule in REDACTOR.rules]
+
+UNITS = [
+    "x-",
+    "a",
+    "A",
+    "1",
+    "0",
+    "-",
+    "_",
+    ".",
+    "/",
+    "//",
+    ":",
+    "=",
+    "@",
+    "+",
+    " ",
+    "  ",
+    "\n",
+    '"',
+    "'",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ";",
+    "sk-",
+    "sk-ant-",
+    "sk_live_",
+    "rk_test_",
+    "eyJ",
+    "eyJa.",
+    "a://",
+    "https://a:b@",
+    "password=",
+    "password: ",
+    '"password": "',
+    "api_key = '",
+    "bearer ",
+    "Bearer a1",
+    "authorization: ",
+    "Authorization: Basic ",
+    "AKIA",
+    "ASIA",
+    "aws",
+    "aws_key'",
+    "aws_secret_access_key=",
+    "SecretAccessKey",
+    '"SessionToken": "',
+    "ghp_",
+    "github_pat_",
+    "xoxb-",
+    "xoxb-1-",
+    "1-",
+    "hooks.slack.com/services/",
+    "ya29.",
+    "AIza",
+    "hf_",
+    "npm_",
+    ":_authToken=",
+    "PuTTY-User-Key-File-2:",
+    "Private-MAC:",
+    "-----BEGIN ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "PRIVATE KEY",
+    "AKC",
+    "AP1",
+    "SG.",
+    "sq0csp-",
+    "AC",
+    "SK",
+    "AccountKey=",
+    "glpat-",
+    "GR1348941",
+    "pypi-AgEIcHlwaS5vcmc",
+    "cloudant_key=",
+    "cl-",
+    "ibm_cloud_iam",
+    "cos_hmac_secret",
+    "softlayer",
+    "sl_",
+    "00000000:",
+    "-us1",
+]
+
+adversarial = (
+    st.lists(
+        st.one_of(st.sampled_from(UNITS), st.text(alphabet="ax-1:/=_.'\" \n", max_size=3)),
+        min_size=1,
+        max_size=5,
+    )
+    .map("".join)
+    .filter(bool)
+)
+
+
+def _worst_rule(text: str) -> tuple[float, str]:
+    worst = (0.0, "")
+    for name, pattern, replacement in COMPILED:
+        started = time.perf_counter()
+        pattern.sub(replacement, text)
+        elapsed = time.perf_counter() - started
+        if elapsed > worst[0]:
+            worst = (elapsed, name)
+    return worst
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(unit=adversarial)
+def test_every_rule_takes_linear_time_on_adversarial_input(unit: str) -> None:
+    text = (unit * (SIZE // len(unit) + 1))[:SIZE]
+    elapsed, name = _worst_rule(text)
+    if elapsed * 1e9 / SIZE > BOUND_NS_PER_BYTE:  # a busy machine: measure once more
+        elapsed, name = _worst_rule(text)
+    per_byte = elapsed * 1e9 / SIZE
+    assert per_byte < BOUND_NS_PER_BYTE, (
+        f"rule {name!r} took {per_byte:.0f} ns/byte on {unit!r} repeated to {SIZE} bytes"
+    )
+
+
+def test_every_rule_is_linear_on_each_unit_repeated() -> None:
+    slow: list[str] = []
+    for unit in UNITS:
+        text = (unit * (SIZE // len(unit) + 1))[:SIZE]
+        elapsed, name = _worst_rule(text)
+        if elapsed * 1e9 / SIZE > BOUND_NS_PER_BYTE:
+            elapsed, name = _worst_rule(text)
+        if elapsed * 1e9 / SIZE >= BOUND_NS_PER_BYTE:
+            slow.append(f"{name} on {unit!r}: {elapsed * 1e9 / SIZE:.0f} ns/byte")
+    assert not slow, slow
+
+
+def test_the_bound_catches_a_quadratic_rule() -> None:
+    # the pre-#16 url_password rule: the check above must be able to fail
+    old = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)(?!\[REDACTED)[^/\s@]+@")
+    text = "x-" * (SIZE // 2)
+    started = time.perf_counter()
+    old.sub("", text)
+    assert (time.perf_counter() - started) * 1e9 / SIZE > BOUND_NS_PER_BYTE
+
+
+# -- the literal prefilter the Redactor uses to skip rules that cannot match ---------------
+
+FRAGMENTS = [*UNITS, *(c.text for c in CANARIES), *(c.secret for c in CANARIES)]
+
+
+def _naive(text: str) -> str:
+    for _name, pattern, replacement in COMPILED:  # name order, like the Redactor
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    parts=st.lists(
+        st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=12)), min_size=1, max_size=12
+    )
+)
+def test_prefiltered_redaction_equals_applying_every_rule(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert REDACTOR.redact(text) == _naive(text)
+
+
+def test_prefilter_finds_the_literals_every_match_needs() -> None:
+    def literals(pattern: str) -> str | None:
+        found = prefilter(re.compile(pattern))
+        return None if found is None else found.pattern
+
+    assert literals(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Z]{36,}|github_pat_[A-Z]{22,})") == (
+        r"gh|github_pat_"
+    )
+    assert literals(r"(?i)\b(bearer\s+)[A-Za-z0-9]{16,}") == "bearer"
+    assert literals(r"a?bc|de") == "bc|de"  # each match holds one of them
+    assert literals(r"a?bc|d") is None  # a one-character branch: not worth a prefilter
+    assert literals(r"(?:xy)*z") is None  # a repeat of zero contributes nothing
+    assert literals(r"(?i:secret)=\w+") is None  # local flags: no prefilter
+    found = prefilter(re.compile(r"(?i)password=\w+"))
+    assert found is not None and found.search("PassWord=1")  # same flags as the rule
