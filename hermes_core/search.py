@@ -34,6 +34,7 @@ __all__ = [
     "search_with_context",
 ]
 
+
 def message_text(message: Message) -> str:
     """What a reader sees of ``message``: its content, then for each tool call the
     function name, the raw ``arguments`` string and the decoded string values of

@@ -22,7 +22,6 @@ from .compression import (
     CompressionSettings,
     ContextEngine,
     EngineStatus,
-    HandoffFact,
     SelectRequest,
     Summarizer,
     SummaryRequest,
@@ -57,6 +56,7 @@ from .memory import MemoryProvider, MemorySession, TurnRecord
 from .messages import (
     SUMMARY_BEGIN,
     SUMMARY_END,
+    HandoffFact,
     HandoffSummary,
     Message,
     SummarySection,
