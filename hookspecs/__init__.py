@@ -30,6 +30,13 @@ from .compression import (
     TailRequest,
     TailStrategy,
 )
+from .contract import (
+    CONTRACT_ATTRIBUTE,
+    CONTRACT_VERSION,
+    DISTRIBUTION,
+    HermesDeprecationWarning,
+    deprecated,
+)
 from .errors import (
     CompactionBackendError,
     CompressionAborted,
@@ -83,7 +90,12 @@ from .redaction import RedactionRule
 from .store import SessionStore
 from .tokens import TokenCounter
 
+__version__ = CONTRACT_VERSION
+
 __all__ = [
+    "CONTRACT_ATTRIBUTE",
+    "CONTRACT_VERSION",
+    "DISTRIBUTION",
     "ENTRY_POINT_GROUP",
     "PROJECT_NAME",
     "SUMMARY_BEGIN",
@@ -102,6 +114,7 @@ __all__ = [
     "CorruptDatabaseError",
     "EngineStatus",
     "HandoffSummary",
+    "HermesDeprecationWarning",
     "HermesError",
     "ImportFormatError",
     "ImportedConversation",
@@ -150,7 +163,9 @@ __all__ = [
     "Usage",
     "UsageRecord",
     "ValidationError",
+    "__version__",
     "content_text",
+    "deprecated",
     "hookimpl",
     "hookspec",
 ]
