@@ -82,9 +82,7 @@ def cli_section() -> str:
     out: list[str] = []
 
     def walk(path: list[str], command: Any) -> None:
-        result = runner.invoke(
-            cli, [*path, "--help"], prog_name="hermes-core", terminal_width=100
-        )
+        result = runner.invoke(cli, [*path, "--help"], prog_name="hermes-core", terminal_width=100)
         title = " ".join(["hermes-core", *path])
         out.append(f"### `{title}`\n\n```text\n{result.output.rstrip()}\n```\n")
         for name in sorted(getattr(command, "commands", {}) or {}):

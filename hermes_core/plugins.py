@@ -179,7 +179,7 @@ def get_plugin_manager(
         check_plugin_lists(
             block=settings.plugins.block,
             load=settings.plugins.load,
-            plugin_names=[*report.origins, *(n for n, _ in pm.list_name_plugin())],
+            plugin_names=[*report.origins, *(n for n, p in pm.list_name_plugin() if p is not None)],
             distributions=report.distributions,
             strict=settings.plugins.strict,
         )
