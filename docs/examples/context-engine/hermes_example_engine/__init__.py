@@ -30,9 +30,8 @@ class UserTurnsEngine(ContextEngine):
             if row.message.role == "system":
                 continue
             if index >= keep_from or (row.message.role == "user" and row.message.kind == "message"):
-                kept.append(
-                    NewMessage(message=row.message, origin_id=row.id, token_count=row.token_count)
-                )
+                # carried forward unchanged: origin, annotations, api_content and turn id
+                kept.append(NewMessage.carried_from(row))
         # an assistant round kept from keep_from starts after a cut: never begin with a tool result
         while kept and kept[0].message.role == "tool":
             kept.pop(0)
