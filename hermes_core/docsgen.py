@@ -48,6 +48,10 @@ def hooks_section() -> str:
         first = " (firstresult)" if opts.get("firstresult") else ""
         lines.append(f"### `{name}`{first}\n")
         lines.append(f"```python\n{hook_signature(name)}\n```\n")
+        if opts.get("warn_on_impl") is not None:
+            lines.append(f"**Deprecated:** {opts['warn_on_impl']}\n")
+        for arg, warning in (opts.get("warn_on_impl_args") or {}).items():
+            lines.append(f"**Deprecated argument `{arg}`:** {warning}\n")
         lines.append(inspect.cleandoc(fn.__doc__ or "") + "\n")
     return "\n".join(lines)
 

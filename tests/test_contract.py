@@ -202,3 +202,27 @@ def test_errors_are_exported_from_the_package_root() -> None:
 
     assert issubclass(LeaseBusy, StoreError) and issubclass(StoreError, HermesError)
     assert hermes_core.LeaseLost is hermes_hookspecs.LeaseLost
+
+
+def test_the_distribution_name_is_used_everywhere() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).resolve().parent.parent
+    ours = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert ours["project"]["name"] == hermes_hookspecs.DISTRIBUTION
+    dev = [Requirement(r) for r in ours["project"]["optional-dependencies"]["dev"]]
+    assert any(r.name == hermes_hookspecs.DISTRIBUTION and "test" in r.extras for r in dev)
+    for project in sorted((root / "docs" / "examples").glob("*/pyproject.toml")):
+        data = tomllib.loads(project.read_text(encoding="utf-8"))
+        names = {Requirement(r).name for r in data["project"]["dependencies"]}
+        assert hermes_hookspecs.DISTRIBUTION in names, project
+        assert "hermes-core" not in names, f"{project} depends on PyPI's unrelated hermes-core"
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for line in (
+        "pip install hermes-session-core",
+        "pip install 'hermes-session-core[postgres]'",
+        "pip install 'hermes-session-core[charts]'",
+    ):
+        assert line in readme
