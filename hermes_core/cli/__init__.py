@@ -111,6 +111,11 @@ class HermesGroup(click.Group):
 
     command_class = HermesCommand
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not any(param.name == "traceback" for param in self.params):
+            self.params.append(TRACEBACK_OPTION)  # `hermes-core sessions --traceback show ...`
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

@@ -69,16 +69,26 @@ def plugins_cmd(state: State, as_json: bool) -> None:
     if not rows:
         say_empty("plugins", "this environment (entry-point group hermes_core)")
         return
+    print_table(
+        ["PLUGIN", "STATE", "DISTRIBUTION", "VERSION", "REGISTERS", "HOOKS"],
+        [
+            [
+                row["name"],
+                "blocked" if row["blocked"] else ("FAILED" if row["error"] else "loaded"),
+                row["distribution"],
+                row["version"],
+                "; ".join(
+                    f"{kind}: {', '.join(sorted(names))}"
+                    for kind, names in sorted(row["registered"].items())
+                ),
+                ", ".join(row["hooks"]),
+            ]
+            for row in rows
+        ],
+    )
     for row in rows:
-        state_word = "blocked" if row["blocked"] else ("FAILED" if row["error"] else "loaded")
-        dist = f"{row['distribution']} {row['version']}".strip()
-        click.echo(f"{row['name']}  [{state_word}]  {dist}")
-        if row["hooks"]:
-            click.echo(f"    hooks: {', '.join(row['hooks'])}")
-        for kind, names in sorted(row["registered"].items()):
-            click.echo(f"    {kind}: {', '.join(sorted(names))}")
         if row["error"]:
-            click.echo(f"    error: {visible(row['error'])}")
+            click.echo(f"{row['name']} failed: {visible(row['error'])}")
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -73,6 +74,9 @@ def when(timestamp: float | None) -> str:
 
 
 def _width() -> int:
+    """The terminal's width; piped output is never folded (one row per line, for grep)."""
+    if not sys.stdout.isatty():
+        return 10_000
     return max(80, shutil.get_terminal_size((120, 24)).columns)
 
 
@@ -94,4 +98,6 @@ def print_table(
     for row in rows:
         table.add_row(*(Text(visible(cell)) for cell in row))
     console = Console(width=_width(), soft_wrap=False, highlight=False)
-    console.print(table)
+    with console.capture() as captured:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))

@@ -146,9 +146,10 @@ def carry_problems(rows: list[StoredMessage], out: list[NewMessage]) -> list[str
         by_message.setdefault(row.message.model_dump_json(), row)
     problems: list[str] = []
     for index, item in enumerate(out):
-        row = by_message.get(item.message.model_dump_json())
-        if row is None or item.message.role == "system":
+        found = by_message.get(item.message.model_dump_json())
+        if found is None or item.message.role == "system":
             continue  # new or rewritten: not a carried row
+        row = found
         where = f"output {index} (carries row {row.id}, {row.message.role})"
         allowed = {row.id} | ({row.origin_id} if row.origin_id is not None else set())
         if item.origin_id not in allowed:
