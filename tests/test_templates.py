@@ -113,14 +113,46 @@ def plugin_venv(core_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     deps = _dependency_dir(root / "deps")
     Path(purelib, "dev_dependencies.pth").write_text(f"{deps}\n", encoding="utf-8")
     env = clean_env(root)
-    projects: dict[str, Path] = {}
-    for kind in KINDS:
-        dest = root / "projects" / f"acme-{kind}"
-        render_project(kind, f"acme-{kind}", dest)
-        projects[kind] = dest
+
+    def pip_install(*targets: str) -> None:
+        install = subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-index",
+                "--no-build-isolation",
+                "--find-links",
+                str(core_wheel.parent),
+                *targets,
+            ],
+            env=env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
+        assert install.returncode == 0, install.stdout + install.stderr
+
+    pip_install("hermes-session-core")  # by name: pip finds it among the wheels
+    hermes_core = venv / "bin" / "hermes-core"
+
+    def new(kind: str, name: str) -> Path:
+        dest = root / "projects" / name
+        made = subprocess.run(
+            [str(hermes_core), "new", kind, name, "--dir", str(dest)],
+            env=env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
+        assert made.returncode == 0, made.stdout + made.stderr  # the wheel ships the templates
+        return dest
+
+    projects = {kind: new(kind, f"acme-{kind}") for kind in KINDS}
     # one more engine that declares a contract this host does not provide
-    legacy = root / "projects" / "acme-future"
-    render_project("engine", "acme-future", legacy)
+    legacy = new("engine", "acme-future")
     plugin_py = legacy / "src" / "acme_future" / "plugin.py"
     text = plugin_py.read_text(encoding="utf-8")
     plugin_py.write_text(
@@ -129,26 +161,9 @@ def plugin_venv(core_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     )
     assert ">=99,<100" in plugin_py.read_text(encoding="utf-8")
     projects["future"] = legacy
-    install = subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-index",
-            "--no-build-isolation",
-            "--find-links",
-            str(core_wheel.parent),
-            *(str(p) for p in projects.values()),
-        ],
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    assert install.returncode == 0, install.stdout + install.stderr
-    yield PluginVenv(root, python, venv / "bin" / "hermes-core", projects, env)
+    # each project requires hermes-session-core: pip resolves it to the installed wheel
+    pip_install(*(str(p) for p in projects.values()))
+    yield PluginVenv(root, python, hermes_core, projects, env)
 
 
 def test_a_template_project_installs_from_the_wheel_loads_adds_a_command_and_checks_contract(
