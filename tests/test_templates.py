@@ -151,18 +151,11 @@ def plugin_venv(core_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         return dest
 
     projects = {kind: new(kind, f"acme-{kind}") for kind in KINDS}
-    # one more engine that declares a contract this host does not provide
-    legacy = new("engine", "acme-future")
-    plugin_py = legacy / "src" / "acme_future" / "plugin.py"
-    text = plugin_py.read_text(encoding="utf-8")
-    plugin_py.write_text(
-        text.replace('hermes_contract = ">=1,<2"', 'hermes_contract = ">=99,<100"'),
-        encoding="utf-8",
-    )
-    assert ">=99,<100" in plugin_py.read_text(encoding="utf-8")
-    projects["future"] = legacy
-    # each project requires hermes-session-core: pip resolves it to the installed wheel
-    pip_install(*(str(p) for p in projects.values()))
+    # each project requires hermes-session-core: pip resolves it to the installed wheel. The
+    # engine is installed editable (as the template's README says), so the test can change
+    # the contract it declares.
+    others = [str(p) for kind, p in projects.items() if kind != "engine"]
+    pip_install("-e", str(projects["engine"]), *others)
     yield PluginVenv(root, python, hermes_core, projects, env)
 
 
@@ -214,16 +207,28 @@ def test_a_template_project_installs_from_the_wheel_loads_adds_a_command_and_che
     assert suite.returncode == 0, suite.stdout + suite.stderr
     assert "passed" in suite.stdout and "failed" not in suite.stdout
 
-    # the plugin declaring an incompatible contract: refused, listed as failed, no command
-    future = rows["acme_future"]
-    assert "'>=99,<100'" in future["error"] and CONTRACT_VERSION in future["error"], future
-    assert future["hooks"] == [] and future["registered"] == {}
-    assert "acme_future" in listed.stderr and "contract" in listed.stderr
-    missing = v.run("acme-future", "info", check=False)
-    assert missing.returncode == 2 and "No such command 'acme-future'" in missing.stderr
-    strict = v.run("plugins", check=False, HERMES_CORE_STRICT_PLUGINS="1")
-    assert strict.returncode == 1, strict.stdout + strict.stderr
-    assert "acme_future" in strict.stderr and ">=99,<100" in strict.stderr
+    # the same plugin declaring a contract this host does not provide: refused, listed as
+    # failed with both versions, its command gone; strict mode makes it an error
+    plugin_py = v.projects["engine"] / "src" / "acme_engine" / "plugin.py"
+    original = plugin_py.read_text(encoding="utf-8")
+    assert 'hermes_contract = ">=1,<2"' in original
+    plugin_py.write_text(
+        original.replace('hermes_contract = ">=1,<2"', 'hermes_contract = ">=99,<100"'),
+        encoding="utf-8",
+    )
+    try:
+        refused = v.run("plugins", "--json")
+        row = {r["name"]: r for r in json.loads(refused.stdout)}["acme_engine"]
+        assert "'>=99,<100'" in row["error"] and CONTRACT_VERSION in row["error"], row
+        assert row["hooks"] == [] and row["registered"] == {}
+        assert "acme_engine" in refused.stderr and "contract" in refused.stderr
+        missing = v.run("acme-engine", "info", check=False)
+        assert missing.returncode == 2 and "No such command 'acme-engine'" in missing.stderr
+        strict = v.run("plugins", check=False, HERMES_CORE_STRICT_PLUGINS="1")
+        assert strict.returncode == 1, strict.stdout + strict.stderr
+        assert "acme_engine" in strict.stderr and ">=99,<100" in strict.stderr
+    finally:
+        plugin_py.write_text(original, encoding="utf-8")
 
 
 def test_every_template_passes_its_conformance_suite_as_generated(
