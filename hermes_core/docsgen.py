@@ -79,8 +79,9 @@ def config_section() -> str:
 def cli_section() -> str:
     from click.testing import CliRunner
 
-    from .cli import cli
-    from .cli import commands as _  # noqa: F401
+    from .cli import cli, load_commands
+
+    load_commands()
 
     runner = CliRunner()
     out: list[str] = []

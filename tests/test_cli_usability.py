@@ -19,8 +19,7 @@ import click
 import pytest
 from test_core_plugins import _make_dist
 
-from hermes_core.cli import cli
-from hermes_core.cli import commands as _commands  # noqa: F401  (registers the commands)
+from hermes_core.cli import cli, load_commands
 from hermes_core.cli.output import visible
 from hermes_core.cli.render import _svg, print_replay_report, replay_warnings
 from hermes_core.config import settings_from
@@ -273,6 +272,7 @@ def test_every_command_takes_json_and_traceback() -> None:
                 out.append(([*path, name], command))
         return out
 
+    load_commands()
     found = leaves(cli, [])
     assert len(found) >= 9
     for path, command in found:

@@ -65,6 +65,14 @@ class State:
         return Hermes(settings)
 
 
+pass_state = click.make_pass_decorator(State)
+
+
+def load_commands() -> None:
+    """Register the built-in commands on :data:`cli` (idempotent)."""
+    from . import commands, config_cmd, new_cmd  # noqa: F401
+
+
 def _set_traceback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     state = ctx.find_object(State)
     if value and state is not None:
@@ -215,8 +223,7 @@ def add_plugin_commands(
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    from . import commands  # noqa: F401  (registers the commands)
-
+    load_commands()
     args = sys.argv[1:] if argv is None else list(argv)
     warnings.formatwarning = _one_line_warning  # this process is the CLI: one line each
     try:

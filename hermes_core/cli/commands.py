@@ -1,8 +1,8 @@
-"""The ``hermes-core`` commands: plugins, config, sessions, compress, replay, new."""
+"""The ``hermes-core`` commands: plugins, sessions, compress, replay (``config`` and ``new``
+live in :mod:`.config_cmd` and :mod:`.new_cmd`)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,13 +12,10 @@ import click
 from hermes_hookspecs import SessionStore
 
 from ..plugins import implemented_hooks, origins
-from . import State, cli, db_option
+from . import State, cli, db_option, pass_state
 from .output import emit_json, one_line, print_table, say_empty, visible, when
 from .render import chart_file, print_replay_report, replay_warnings
 from .sessions import describe_store, resolve_session_id
-
-pass_state = click.make_pass_decorator(State)
-
 
 # ---------------------------------------------------------------------------
 # plugins
@@ -89,78 +86,6 @@ def plugins_cmd(state: State, as_json: bool) -> None:
     for row in rows:
         if row["error"]:
             click.echo(f"{row['name']} failed: {visible(row['error'])}")
-
-
-# ---------------------------------------------------------------------------
-# config
-# ---------------------------------------------------------------------------
-
-
-@cli.group("config")
-def config_group() -> None:
-    """Inspect the configuration."""
-
-
-@config_group.command("show")
-@click.option("--model", help="Model name for the effective threshold.")
-@click.option("--context-length", type=int, help="Context window for the effective threshold.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@pass_state
-def config_show(state: State, model: str | None, context_length: int | None, as_json: bool) -> None:
-    """Print the effective configuration, the paths in force and the compression threshold."""
-    import os
-
-    from ..config import config_path
-
-    hermes = state.hermes()
-    settings = hermes.settings
-    data = settings.model_dump(mode="json")
-    threshold = hermes.threshold(model=model, context_length=context_length)
-    file = config_path(state.config, os.environ)
-    resolved = {
-        "config_file": str(file) if file is not None else None,
-        "session.path": str(settings.session.sqlite_path()),
-        "memory.home": str(settings.memory.home_path()),
-        "store": describe_store(settings),
-    }
-    data["effective_threshold"] = threshold.model_dump()
-    data["resolved"] = resolved
-    if as_json:
-        emit_json(data)
-        return
-    click.echo(f"# configuration file: {resolved['config_file'] or '(none: defaults)'}")
-    click.echo("")
-    shown_paths = {("session", "path"): resolved["session.path"]}
-    shown_paths[("memory", "home")] = resolved["memory.home"]
-    for section, values in data.items():
-        if section in ("effective_threshold", "resolved"):
-            continue
-        click.echo(f"[{section}]")
-        if isinstance(values, dict):
-            for key, value in values.items():
-                line = f"{key} = {json.dumps(value)}"
-                path = shown_paths.get((section, key))
-                if path is not None and value != path:
-                    line = f"{key} = {json.dumps(path)}" + (
-                        "  # default location" if not value else ""
-                    )
-                click.echo(visible(line))
-        click.echo("")
-    t = threshold
-    click.echo("# effective compression threshold")
-    click.echo(
-        f"model {t.model!r}, window {t.context_length}, usable {t.usable_window}, "
-        f"ratio {t.ratio} (base {t.base_ratio}"
-        + (f", matched {t.matched_model_key!r}" if t.matched_model_key else "")
-        + (", raised to the small-window floor" if t.floor_applied else "")
-        + ")"
-    )
-    click.echo(
-        f"threshold_tokens = {t.threshold_tokens}"
-        + (" (capped by threshold_tokens)" if t.capped_by_threshold_tokens else "")
-        + (" (clamped to the summarizer window)" if t.clamped_by_summarizer else "")
-    )
-    click.echo(f"hygiene_tokens = {t.hygiene_tokens}")
 
 
 # ---------------------------------------------------------------------------
@@ -523,41 +448,3 @@ def replay_cmd(
         print_replay_report(report)
     for warning in replay_warnings(report):
         click.echo(f"Warning: {warning}", err=True)
-
-
-# ---------------------------------------------------------------------------
-# new
-# ---------------------------------------------------------------------------
-
-
-@cli.command("new")
-@click.argument(
-    "kind", type=click.Choice(["engine", "tail", "summarizer", "memory", "store", "importer"])
-)
-@click.argument("name")
-@click.option(
-    "--dir",
-    "directory",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where to write the project (default: ./NAME).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def new_cmd(kind: str, name: str, directory: Path | None, as_json: bool) -> None:
-    """Create a plugin project of KIND named NAME from its template.
-
-    The project installs as is, is listed by `hermes-core plugins`, adds the command
-    `hermes-core NAME info`, and its tests run hermes-core's conformance suite for KIND.
-    """
-    from ..scaffold import render_project
-
-    dest = directory or Path(name)
-    written = render_project(kind, name, dest)
-    if as_json:
-        emit_json(
-            {"kind": kind, "name": name, "path": str(dest), "files": [str(p) for p in written]}
-        )
-        return
-    click.echo(f"created {kind} plugin project {name!r} in {dest}:")
-    for path in written:
-        click.echo(f"  {path}")
-    click.echo(f"next: pip install -e '{dest}[test]' && pytest {dest}")
