@@ -80,7 +80,8 @@ def test_db_option_on_sessions_commands_and_the_table(tmp_path: Path) -> None:
     # the default database is empty, and says so, naming the file it read
     empty = run(tmp_path, "sessions", "list")
     assert empty.returncode == 0 and empty.stdout == ""
-    assert f"no sessions in {tmp_path / 'default.db'}" in empty.stderr
+    assert f"no sessions in {tmp_path / 'default.db'} (no such file)" in empty.stderr
+    assert json.loads(run(tmp_path, "sessions", "list", "--json").stdout) == []
     listed = run(tmp_path, "sessions", "list", "--db", str(other))
     assert listed.returncode == 0, listed.stderr
     header = listed.stdout.splitlines()[0].split()
@@ -98,8 +99,9 @@ def test_db_option_on_sessions_commands_and_the_table(tmp_path: Path) -> None:
     ):
         found = run(tmp_path, *args, "--db", str(other))
         assert found.returncode == 0, (args, found.stderr)
-        missing = run(tmp_path, *args)  # the default db does not have it
+        missing = run(tmp_path, *args)  # the default db does not exist
         assert missing.returncode == 1 and str(tmp_path / "default.db") in missing.stderr
+    assert not (tmp_path / "default.db").exists(), "a read-only command created a database"
     nothing = run(tmp_path, "sessions", "search", "zebra", "--db", str(other))
     assert nothing.returncode == 0 and "no matches for 'zebra' in" in nothing.stderr
 

@@ -26,6 +26,7 @@ from hermes_hookspecs import DISTRIBUTION, HermesError
 
 from ..config import Settings, load_settings
 from ..host import Hermes
+from .output import visible
 
 
 class State:
@@ -131,7 +132,7 @@ class HermesGroup(click.Group):
             state = ctx.find_object(State)
             if state is not None and state.traceback:
                 traceback.print_exc()
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {visible(exc)}", err=True)
             ctx.exit(1)
 
 
@@ -162,7 +163,7 @@ _STARTUP: list[tuple[pluggy.PluginManager, Settings]] = []
 def _one_line_warning(
     message: Warning | str, category: type[Warning], *args: object, **kwargs: object
 ) -> str:
-    return f"Warning: {message}\n"
+    return f"Warning: {visible(message)}\n"
 
 
 def _config_arg(argv: list[str]) -> str | None:

@@ -15,7 +15,7 @@ from ..plugins import implemented_hooks, origins
 from . import State, cli, db_option, pass_state
 from .output import emit_json, one_line, print_table, say_empty, visible, when
 from .render import chart_file, print_replay_report, replay_warnings
-from .sessions import describe_store, resolve_session_id
+from .sessions import describe_store, missing_database, require_database, resolve_session_id
 
 # ---------------------------------------------------------------------------
 # plugins
@@ -114,6 +114,13 @@ def _size(store: SessionStore, session_id: str) -> tuple[int, int]:
 def sessions_list(state: State, limit: int, as_json: bool) -> None:
     """Sessions, most recently updated first, with their size."""
     hermes = state.hermes()
+    missing = missing_database(hermes.settings)
+    if missing is not None:
+        if as_json:
+            emit_json([])
+        else:
+            say_empty("sessions", f"{missing} (no such file)")
+        return
     store = hermes.store()
     sessions = store.list_sessions(limit=limit)
     sizes = {s.id: _size(store, s.id) for s in sessions}
@@ -159,6 +166,7 @@ def sessions_list(state: State, limit: int, as_json: bool) -> None:
 def sessions_show(state: State, session_id: str, show_all: bool, as_json: bool) -> None:
     """A session and its active messages."""
     hermes = state.hermes()
+    require_database(hermes.settings, session_id)
     store = hermes.store()
     session_id = resolve_session_id(store, session_id, hermes.settings)
     record = store.get_session(session_id)
@@ -217,6 +225,15 @@ def sessions_search(
 ) -> None:
     """Full-text search; each hit is a recovery pointer with context around it."""
     hermes = state.hermes()
+    missing = missing_database(hermes.settings)
+    if missing is not None:
+        if session_id:
+            require_database(hermes.settings, session_id)
+        if as_json:
+            emit_json([])
+        else:
+            say_empty(f"matches for {one_line(query)!r}", f"{missing} (no such file)")
+        return
     store = hermes.store()
     if session_id:
         session_id = resolve_session_id(store, session_id, hermes.settings)
@@ -269,6 +286,7 @@ def sessions_search(
 def sessions_prefix(state: State, session_id: str, limit: int | None, as_json: bool) -> None:
     """The prefix ledger: shared-prefix tokens per request and what broke it."""
     hermes = state.hermes()
+    require_database(hermes.settings, session_id)
     store = hermes.store()
     session_id = resolve_session_id(store, session_id, hermes.settings)
     entries = store.prefix_entries(session_id)
@@ -328,6 +346,7 @@ def compress_cmd(state: State, session_id: str, focus: str | None, as_json: bool
     SESSION_ID takes a full id or an unambiguous prefix.
     """
     hermes = state.hermes()
+    require_database(hermes.settings, session_id)
     try:
         session_id = resolve_session_id(hermes.store(), session_id, hermes.settings)
         session = hermes.open_session(session_id)

@@ -25,6 +25,24 @@ def describe_store(settings: Settings) -> str:
     return f"session store {store!r}"
 
 
+def missing_database(settings: Settings) -> str | None:
+    """For the SQLite store, the file the settings name when it does not exist (else None).
+
+    Read-only commands check this first, so a mistyped ``--db`` creates no empty database.
+    """
+    if settings.session.store != "sqlite":
+        return None
+    path = settings.session.sqlite_path()
+    return None if path.exists() else str(path)
+
+
+def require_database(settings: Settings, session_id: str) -> None:
+    """:raises NotFoundError: the SQLite file does not exist, so no session can be in it."""
+    missing = missing_database(settings)
+    if missing is not None:
+        raise NotFoundError(f"no session {session_id!r}: there is no database at {missing}")
+
+
 def resolve_session_id(store: SessionStore, text: str, settings: Settings) -> str:
     """``text`` as a full session id, or the one session whose id starts with it.
 
