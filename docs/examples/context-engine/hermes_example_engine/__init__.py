@@ -12,6 +12,9 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
+#: the hermes hook-contract versions this plugin is written for (checked when it loads)
+hermes_contract = ">=1,<2"
+
 
 class UserTurnsEngine(ContextEngine):
     """Keeps every user message and the last ``rounds`` assistant rounds with their results."""
