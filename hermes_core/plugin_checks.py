@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Iterable
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from hermes_hookspecs import CONTRACT_ATTRIBUTE, CONTRACT_VERSION, DISTRIBUTION, PluginError
@@ -78,14 +79,14 @@ def check_plugin_lists(
     """
     plugins = sorted(set(plugin_names))
     dists = sorted({d for d in distributions if d})
-    known = set(plugins) | set(dists) | {d.lower() for d in dists}
+    known = set(plugins) | {canonicalize_name(d) for d in dists}
     messages: list[str] = []
     for setting, env, names in (
         ("plugins.block", "HERMES_CORE_BLOCK_PLUGINS", list(block)),
         ("plugins.load", "HERMES_CORE_LOAD_PLUGINS", list(load or [])),
     ):
         for entry in names:
-            if entry in known or entry.lower() in known:
+            if entry in known or canonicalize_name(entry) in known:
                 continue
             close = difflib.get_close_matches(entry, plugins + dists, n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""

@@ -30,6 +30,7 @@ from importlib import metadata
 from typing import Any
 
 import pluggy
+from packaging.utils import canonicalize_name
 
 from hermes_hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME, PluginError, specs
 
@@ -137,7 +138,9 @@ def load_entrypoint_plugins(
 
 def _listed(names: set[str], plugin: str, dist: str) -> bool:
     """Whether a block/load list names this plugin (by plugin or distribution name)."""
-    return plugin in names or (bool(dist) and (dist in names or dist.lower() in names))
+    if plugin in names:
+        return True
+    return bool(dist) and canonicalize_name(dist) in {canonicalize_name(n) for n in names}
 
 
 def get_plugin_manager(

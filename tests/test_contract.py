@@ -183,7 +183,7 @@ def test_known_plugin_and_distribution_names_are_accepted() -> None:
         # a distribution name blocks (or allows) every plugin it ships
         allowed = get_plugin_manager(settings_from({"plugins": {"load": ["hermes-session-core"]}}))
         assert allowed.get_plugin("compressor") is not None
-        none = get_plugin_manager(settings_from({"plugins": {"block": ["hermes-session-core"]}}))
+        none = get_plugin_manager(settings_from({"plugins": {"block": ["Hermes_Session.Core"]}}))
         assert none.get_plugin("compressor") is None and none.is_blocked("compressor")
 
 
