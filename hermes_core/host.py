@@ -45,6 +45,7 @@ from .plugins import call_each, get_plugin_manager
 from .registry import Registry
 from .thresholds import ThresholdReport, effective_threshold
 from .tokens import Tokens
+from .tools import Toolbox
 
 if TYPE_CHECKING:
     from .memory import MemoryManager
@@ -108,6 +109,7 @@ class Hermes:
         self.pm.hook.configure(settings=self.settings)
         self._lock = threading.RLock()
         self._registry: Registry | None = None
+        self._toolbox: Toolbox | None = None
         self._store = store
         self._owns_store = store is None
         self._engine: ContextEngine | None = None
@@ -201,6 +203,36 @@ class Hermes:
                 merged[key] = value
         return merged
 
+    def harness(self, message: Message) -> Message:
+        """``message`` with its ``harness`` field set by ``detect_harness`` (when unset)."""
+        if message.harness is not None or message.role == "assistant":
+            return message
+        found = self.pm.hook.detect_harness(message=message)
+        if found is None:
+            return message
+        if not isinstance(found, str) or not found:
+            raise PluginError(f"detect_harness returned {found!r}; expected a non-empty str")
+        return message.model_copy(update={"harness": found})
+
+    def toolbox(self) -> Toolbox:
+        """The tools the framework answers: registered agent tools and memory tools."""
+        with self._lock:
+            if self._toolbox is None:
+                memory = self.memory()
+                names: set[str] = set()
+                if memory is not None:
+                    names = {
+                        str(schema.get("function", {}).get("name", ""))
+                        for schema in memory.tool_schemas()
+                    }
+                tools = [self.registry.get("tools", n) for n in self.registry.names("tools")]
+                self._toolbox = Toolbox(
+                    tools,
+                    memory.handle_tool_call if memory is not None else None,
+                    names - {""},
+                )
+            return self._toolbox
+
     def tokens(self, model: str | None = None) -> Tokens:
         """Token counting for ``model`` (default: ``model.name``)."""
         name = model or self.settings.model.name
@@ -275,6 +307,7 @@ class Hermes:
             if self._memory is not None:
                 self._memory.shutdown()
                 self._memory = None
+            self._toolbox = None
             if self._registry is not None:
                 for name in self._registry.names("compaction"):
                     with contextlib.suppress(Exception):

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 import pluggy
 
 from hermes_hookspecs import (
+    AgentTool,
     CompactionBackend,
     ConfigError,
     ContextEngine,
@@ -84,6 +85,7 @@ KIND_SPECS: dict[str, tuple[str, str, Callable[[Any], bool]]] = {
     ),
     "tokens": ("register_token_counters", "token counter", _is_token_counter),
     "importers": ("register_importers", "importer", lambda o: isinstance(o, Importer)),
+    "tools": ("register_tools", "agent tool", lambda o: isinstance(o, AgentTool)),
 }
 
 

@@ -45,6 +45,7 @@ from hermes_hookspecs import (
     SearchHit,
     SessionRecord,
     StoredMessage,
+    ToolCall,
     TurnRecord,
     Usage,
     UsageRecord,
@@ -245,6 +246,7 @@ class Session:
         if memory is not None:
             extra_blocks = [("memory", block) for block in memory.prompt_blocks(record.id)]
             extra_tools += memory.tool_schemas()
+        extra_tools += hermes.toolbox().schemas()
         return build_prompt(
             hermes.pm,
             cls._context(hermes, record),
@@ -479,6 +481,7 @@ class Turn:
         self.pending: list[NewMessage] = []
         self._pending_api: list[dict[str, Any]] = []
         self._open_calls: list[str] = []
+        self._calls: dict[str, ToolCall] = {}
         self._answered: set[str] = set()
         self._pending_entry: Any = None
         self._user_text = ""
@@ -505,6 +508,7 @@ class Turn:
 
     # -- steps ----------------------------------------------------------------
     def _add_pending(self, message: Message, api_content: Any = None) -> None:
+        message = self.hermes.harness(message)
         tokens = self.hermes.tokens(self.session.model)
         count = tokens.count_message(message, api_content)
         self.pending.append(
@@ -654,6 +658,7 @@ class Turn:
             if call.id in self._open_calls or call.id in self._answered:
                 raise ValidationError(f"tool call id {call.id!r} is used twice in this turn")
             self._open_calls.append(call.id)
+            self._calls[call.id] = call
         parsed: Usage | None
         if usage is None or isinstance(usage, Usage):
             parsed = usage
@@ -689,6 +694,56 @@ class Turn:
         self._open_calls.remove(tool_call_id)
         self._answered.add(tool_call_id)
         self._add_pending(message)
+
+    def run_framework_tools(self) -> list[ToolCall]:
+        """Answer the open tool calls the framework owns; return the others, in call order.
+
+        The framework owns the registered agent tools (``register_tools``:
+        ``session_search`` and ``session_open`` by default) and the memory
+        providers' tools. Their results are recorded as if passed to
+        :meth:`add_tool_result`. The integrator's loop runs the calls this
+        returns and records their results itself::
+
+            turn.record_response(reply, usage)
+            for call in turn.run_framework_tools():
+                turn.add_tool_result(call.id, my_tools(call))
+        """
+        self._check()
+        toolbox = self.hermes.toolbox()
+        left: list[ToolCall] = []
+        for call_id in list(self._open_calls):
+            call = self._calls[call_id]
+            if toolbox.owns(call.function.name):
+                self.run_tool(call)
+            else:
+                left.append(call)
+        return left
+
+    def run_tool(self, call: ToolCall | str) -> str:
+        """Answer one open call of a framework tool (by call or call id) and record it.
+
+        :raises ValidationError: the call is not open in this turn, or not a
+            framework tool (run it yourself and use :meth:`add_tool_result`).
+        """
+        self._check()
+        call_id = call if isinstance(call, str) else call.id
+        if call_id not in self._open_calls:
+            raise ValidationError(
+                f"no open tool call {call_id!r} in this turn; open calls: {self._open_calls}"
+            )
+        found = self._calls[call_id]
+        toolbox = self.hermes.toolbox()
+        if not toolbox.owns(found.function.name):
+            raise ValidationError(
+                f"tool {found.function.name!r} (call {call_id!r}) is not a framework tool; "
+                "run it yourself and record it with add_tool_result()"
+            )
+        s = self.session
+        result = toolbox.run(
+            found, session_id=s.id, store=self.hermes.store(), tokens=self.hermes.tokens(s.model)
+        )
+        self.add_tool_result(call_id, result)
+        return result
 
     def commit(self) -> list[StoredMessage]:
         """Append the turn's messages atomically under the lease's fencing token."""

@@ -22,6 +22,7 @@ from .compression import (
     CompressionSettings,
     ContextEngine,
     EngineStatus,
+    HandoffFact,
     SelectRequest,
     Summarizer,
     SummaryRequest,
@@ -89,6 +90,7 @@ from .records import (
 from .redaction import RedactionRule
 from .store import SessionStore
 from .tokens import TokenCounter
+from .tools import AgentTool, ToolContext
 
 __version__ = CONTRACT_VERSION
 
@@ -100,6 +102,7 @@ __all__ = [
     "PROJECT_NAME",
     "SUMMARY_BEGIN",
     "SUMMARY_END",
+    "AgentTool",
     "CompactionBackend",
     "CompactionBackendError",
     "CompactionCommit",
@@ -113,6 +116,7 @@ __all__ = [
     "ContinuationUpdate",
     "CorruptDatabaseError",
     "EngineStatus",
+    "HandoffFact",
     "HandoffSummary",
     "HermesDeprecationWarning",
     "HermesError",
@@ -157,6 +161,7 @@ __all__ = [
     "TailStrategy",
     "TokenCounter",
     "ToolCall",
+    "ToolContext",
     "ToolFunction",
     "TurnRecord",
     "UnknownNameError",

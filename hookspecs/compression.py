@@ -42,7 +42,7 @@ class CompressionSettings(BaseModel):
     lean_tail_min_tokens: int = 10_000
     lean_tail_max_tokens: int = 25_000
     identifier_budget_tokens: int = 2_000
-    user_quote_budget_tokens: int = 1_500
+    user_quote_budget_tokens: int = 0
     cooldown_seconds: float = 60.0
     max_cooldown_seconds: float = 3600.0
     breaker_after: int = 3
@@ -233,6 +233,33 @@ class TailStrategy(ABC):
         """Choose the tail and any extra summary sections."""
 
 
+FactKind = Literal["request", "constraint", "error", "decision", "answer", "command", "file"]
+
+
+class HandoffFact(BaseModel):
+    """One fact of the compacted middle, in the session's own words.
+
+    The engine extracts facts from the ORIGINAL messages (before pruning cut
+    tool output) and hands them to the summarizer, which must keep the ones
+    it uses verbatim: the user's requests and constraints, exact error lines
+    with the command that produced them, commands run with their outcome,
+    the assistant's answers and stated decisions, files it changed.
+
+    :param message_id: the stored message it comes from (``session_open``
+        opens it), None when unknown.
+    :param position: index of that message in the middle, oldest first.
+    :param score: how much the fact is worth keeping (higher first).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: FactKind
+    text: str
+    message_id: int | None = None
+    position: int = 0
+    score: float = 0.0
+
+
 class SummaryRequest(BaseModel):
     """Input of a summarizer: the middle to hand off, bounded by the engine.
 
@@ -253,6 +280,8 @@ class SummaryRequest(BaseModel):
     #: tool schemas sent with ``prefix_messages`` (part of the cached prefix)
     prefix_tools: list[dict[str, Any]] | None = None
     recovery_ids: list[int | None] = Field(default_factory=list)
+    #: facts of the middle, extracted from its original messages (keep them verbatim)
+    facts: list[HandoffFact] = Field(default_factory=list)
 
 
 class SummaryResult(BaseModel):

@@ -1,12 +1,13 @@
 """Messages in OpenAI chat-completions format, with hermes-core's typed extras.
 
 A :class:`Message` is exactly what the chat-completions API takes
-(``role``, ``content``, ``tool_calls``, ``tool_call_id``, ``name``) plus three
+(``role``, ``content``, ``tool_calls``, ``tool_call_id``, ``name``) plus four
 fields that never reach the wire: ``kind`` (ordinary message, compaction
 summary, or opaque provider compaction item), ``summary`` (the structured
 handoff behind a summary message) and ``provider_item`` (an opaque item a
-provider asked us to resend verbatim). :meth:`Message.to_api` renders the wire
-dict.
+provider asked us to resend verbatim), ``harness`` (the name of the harness
+construct, when the agent harness injected the text). :meth:`Message.to_api`
+renders the wire dict.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ class HandoffSummary(BaseModel):
     extra: list[SummarySection] = Field(default_factory=list)
     summarizer: str = ""
     compression_index: int = 1
+    #: tokens of conversation this handoff stands for, over every compression so far
+    covered_tokens: int = 0
 
     STANDARD_TITLES: ClassVar[tuple[tuple[str, str], ...]] = (
         ("goal", "Goal"),
@@ -149,6 +152,16 @@ class Message(BaseModel):
     ``tool_calls``; tool-call arguments are JSON; a ``summary`` message carries
     its :class:`HandoffSummary`; a ``compaction`` message carries its opaque
     ``provider_item``.
+
+    ``harness`` marks text the agent harness injected rather than a person or
+    the model wrote (a Claude Code ``<system-reminder>``, command wrapper,
+    caveat, interrupt marker or compaction summary; a Codex environment
+    context, turn-aborted notice or developer notice). Its value names the
+    construct, ``"<harness>.<kind>"`` (e.g. ``"claude_code.system_reminder"``);
+    None for ordinary text. Importers set it from the transcript's structure,
+    the ``detect_harness`` hook sets it when the turn runtime records a
+    message, and the compressor's handoff never quotes such text as the
+    user's words. It never reaches the wire.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -161,6 +174,7 @@ class Message(BaseModel):
     kind: MessageKind = "message"
     summary: HandoffSummary | None = None
     provider_item: dict[str, Any] | None = None
+    harness: str | None = None
 
     @field_validator("content")
     @classmethod

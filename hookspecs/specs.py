@@ -29,6 +29,7 @@ from .records import SessionRecord
 from .redaction import RedactionRule
 from .store import SessionStore
 from .tokens import TokenCounter
+from .tools import AgentTool
 
 StoreFactory = Callable[[Any], SessionStore]
 
@@ -112,6 +113,20 @@ def register_importers(register: Callable[[Importer], None], settings: Any) -> N
 
     :param register: call ``register(importer)``; ``importer.name`` is the
         format name accepted by ``hermes-core replay --format``.
+    """
+
+
+@hookspec
+def register_tools(register: Callable[[AgentTool], None], settings: Any) -> None:
+    """Contribute tools the framework executes itself (see :mod:`hermes_hookspecs.tools`).
+
+    Every registered tool's schema is frozen with each new session's prompt,
+    and :meth:`hermes_core.runtime.Turn.run_framework_tools` answers its
+    calls. Block the plugin to withdraw its tools.
+
+    :param register: call ``register(tool)`` once per tool; ``tool.name`` is
+        the function name and must be unique (a name registered twice is an
+        error naming both plugins).
     """
 
 
@@ -219,6 +234,24 @@ def annotate_message(message: Message, settings: Any) -> dict[str, Any] | None:
     :return: ``{key: JSON value}`` (or None); use a key named after your
         plugin. All results are merged; a key returned by two plugins is an
         error naming both.
+    """
+
+
+@hookspec(firstresult=True)
+def detect_harness(message: Message) -> str | None:
+    """Tell whether ``message`` is text an agent harness injected.
+
+    Called when the turn runtime records a message whose ``harness`` field is
+    not set (importers set it themselves from the transcript's structure).
+    A harness wraps what the person typed and what tools returned in text of
+    its own (reminders, caveats, command wrappers, interrupt markers,
+    environment notices); the compressor must not quote it as the user's
+    words. Keep it fast: it runs on the turn's thread for every message.
+
+    :param message: the message as it will be stored.
+    :return: the construct's name, ``"<harness>.<kind>"`` (for instance
+        ``"claude_code.system_reminder"``), or None for ordinary text.
+        First non-None result wins.
     """
 
 

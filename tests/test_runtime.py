@@ -15,6 +15,7 @@ from hermes_core.config import settings_from
 from hermes_core.docsgen import hook_names
 from hermes_core.host import Hermes
 from hermes_hookspecs import (
+    AgentTool,
     CompactionBackend,
     CompressionRequest,
     CompressionResult,
@@ -33,6 +34,7 @@ from hermes_hookspecs import (
     TailPlan,
     TailRequest,
     TailStrategy,
+    ToolContext,
     ValidationError,
     hookimpl,
     specs,
@@ -63,6 +65,18 @@ class KeepLastEngine(ContextEngine):
         start = max(i for i, r in enumerate(rows) if r.message.role == "user")
         kept = [NewMessage(message=r.message, origin_id=r.id) for r in rows[start:]]
         return CompressionResult(status="compressed", engine=self.name, messages=kept)
+
+
+class EchoTool(AgentTool):
+    """A framework tool that answers with its arguments and session."""
+
+    name = "zz_echo"
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "parameters": {}}}
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        return f"echo {arguments.get('text')} in {context.session_ids[0]}"
 
 
 class Recorder:
@@ -144,6 +158,16 @@ class Recorder:
                 return []
 
         register(Nothing())
+
+    @hookimpl
+    def register_tools(self, register):  # type: ignore[no-untyped-def]
+        self._note("register_tools")
+        register(EchoTool())
+
+    @hookimpl
+    def detect_harness(self, message):  # type: ignore[no-untyped-def]
+        self._note("detect_harness")
+        return "recorder.wrapper" if message.text().startswith("<wrapper>") else None
 
     @hookimpl
     def configure(self, settings):  # type: ignore[no-untyped-def]
@@ -250,9 +274,10 @@ def test_hook_order_over_a_session_life(tmp_path: Path) -> None:
         calls = [c for c in rec.calls if c != "redaction_rules"]
         assert calls == [
             "pre_llm_call",
-            "annotate_message",  # the user message
+            "detect_harness",  # the user message
+            "annotate_message",
             "select_context",
-            "annotate_message",  # the response
+            "annotate_message",  # the response (assistant text is never harness)
             "post_llm_call",
             "on_turn_committed",
             "on_pre_compress",
@@ -310,7 +335,11 @@ def test_prompt_layers_order_and_tools_are_frozen(tmp_path: Path) -> None:
         volatile = text.index("Recorder block.")
         assert identity < caller < rules < volatile
         assert "\x07" not in text and "control characters removed" in text
-        assert [t["function"]["name"] for t in session.prompt.tools] == ["bash", "zz_tool"]
+        assert [t["function"]["name"] for t in session.prompt.tools] == [
+            "bash",
+            "zz_echo",
+            "zz_tool",
+        ]
         assert host.store().get_blob(session.record.system_prompt_hash or "") == text
     finally:
         host.close()
@@ -663,3 +692,58 @@ def test_annotations_from_two_plugins_merge_and_a_shared_key_is_refused(tmp_path
                 host.annotate(message)
         finally:
             host.close()
+
+
+def test_framework_tools_are_frozen_run_and_recorded(tmp_path: Path) -> None:
+    rec = Recorder()
+    host = make_host(tmp_path, rec, compression={"engine": "keep-last"})
+    try:
+        session = host.new_session(cwd=str(tmp_path))
+        names = [t["function"]["name"] for t in session.prompt.tools]
+        assert "zz_echo" in names
+        with session.turn() as turn:
+            turn.prepare("<wrapper>harness text</wrapper>")
+            turn.record_response(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "zz_echo", "arguments": '{"text": "hi"}'},
+                        },
+                        {
+                            "id": "c2",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": "{}"},
+                        },
+                        {
+                            "id": "c3",
+                            "type": "function",
+                            "function": {"name": "zz_echo", "arguments": "[1]"},
+                        },
+                    ],
+                }
+            )
+            left = turn.run_framework_tools()
+            assert [c.id for c in left] == ["c2"]
+            with pytest.raises(ValidationError, match="not a framework tool"):
+                turn.run_tool("c2")
+            turn.add_tool_result("c2", "ran bash")
+            request = turn.prepare()
+            tool_results = [m for m in request.messages if m["role"] == "tool"]
+            assert tool_results[0] == {
+                "role": "tool",
+                "content": f"echo hi in {session.id}",
+                "tool_call_id": "c1",
+            }
+            assert "must be a JSON object" in tool_results[1]["content"]
+            assert all("harness" not in m for m in request.messages)
+            turn.record_response({"role": "assistant", "content": "done"})
+            turn.commit()
+        rows = host.store().active_messages(session.id)
+        assert rows[0].message.harness == "recorder.wrapper"
+        assert [r.message.harness for r in rows[1:]] == [None] * (len(rows) - 1)
+    finally:
+        host.close()

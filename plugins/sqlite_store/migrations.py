@@ -244,8 +244,32 @@ _TRIGRAM_WITHOUT_POSITIONS = Migration(
     ),
 )
 
+_HARNESS = Migration(
+    name="0004_message_harness",
+    statements=(
+        # Message.harness: the harness construct that injected the text; NULL otherwise
+        "ALTER TABLE messages ADD COLUMN harness TEXT",
+        "DROP TRIGGER messages_immutable",
+        """
+        CREATE TRIGGER messages_immutable
+        BEFORE UPDATE OF id, session_id, role, kind, content, content_parts, tool_calls,
+            tool_call_id, name, summary, provider_item, api_content, fts_cap, annotations,
+            harness
+        ON messages
+        BEGIN
+            SELECT RAISE(ABORT, 'message rows are immutable except active/compacted/position');
+        END
+        """,
+    ),
+)
+
 #: Every migration, oldest first. Append only.
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _ANNOTATIONS, _TRIGRAM_WITHOUT_POSITIONS)
+MIGRATIONS: tuple[Migration, ...] = (
+    _INITIAL,
+    _ANNOTATIONS,
+    _TRIGRAM_WITHOUT_POSITIONS,
+    _HARNESS,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -36,13 +36,13 @@ from hermes_hookspecs.records import (
 MESSAGE_COLUMNS = (
     "id, session_id, position, role, kind, content, content_parts, tool_calls, tool_call_id, "
     "name, summary, provider_item, api_content, token_count, turn_id, origin_id, active, "
-    "compacted, created_at, annotations"
+    "compacted, created_at, annotations, harness"
 )
 INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, position, role, kind, content, content_parts, "
     "tool_calls, tool_call_id, name, summary, provider_item, api_content, token_count, "
-    "turn_id, origin_id, origin_root, active, compacted, created_at, fts_cap, annotations) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)"
+    "turn_id, origin_id, origin_root, active, compacted, created_at, fts_cap, annotations, "
+    "harness) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?)"
 )
 
 
@@ -88,6 +88,7 @@ def message_values(
         created_at,
         fts_cap,
         json.dumps(new.annotations, ensure_ascii=False) if new.annotations else None,
+        msg.harness,
     )
 
 
@@ -113,6 +114,7 @@ def message_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMessage:
         compacted,
         created_at,
         annotations,
+        harness,
     ) = tuple(row)
     body: dict[str, Any] = {"role": role, "kind": kind}
     body["content"] = json.loads(parts) if parts is not None else content
@@ -126,6 +128,8 @@ def message_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMessage:
         body["summary"] = json.loads(summary)
     if item is not None:
         body["provider_item"] = json.loads(item)
+    if harness is not None:
+        body["harness"] = harness
     return StoredMessage(
         id=mid,
         session_id=sid,
