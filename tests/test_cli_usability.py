@@ -233,22 +233,37 @@ def test_replay_names_the_engine_shows_skipped_attempts_and_warns(
     assert re.findall(r'class="x-tick"[^>]*>(\d+)<', svg)
 
 
-def test_cli_replay_warns_on_stderr_when_over_the_window(tmp_path: Path) -> None:
-    out = run(
-        tmp_path,
-        "replay",
-        str(TRANSCRIPT),
-        "--context-length",
-        "8000",
-        "--json",
-        "--db",
-        str(tmp_path / "w.db"),
-    )
+NEVER_ENGINE_PLUGIN = """
+from hermes_hookspecs import CompressionResult, ContextEngine, hookimpl
+
+class Never(ContextEngine):
+    name = "never"
+
+    def compress(self, request):
+        return CompressionResult(status="aborted", engine=self.name, reason="never compresses")
+
+@hookimpl
+def register_context_engines(register):
+    register(Never())
+"""
+
+
+def test_cli_replay_names_engine_lists_skips_and_warns_over_the_window(tmp_path: Path) -> None:
+    site = _make_dist(tmp_path, "never_engine", NEVER_ENGINE_PLUGIN)
+    env = {"PYTHONPATH": str(site), "HERMES_CORE__COMPRESSION__ENGINE": "never"}
+    args = ["replay", str(TRANSCRIPT), "--context-length", "12000"]
+    out = run(tmp_path, *args, "--db", str(tmp_path / "w.db"), env=env)
     assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
-    assert report["engine"] == "compressor"
-    over = report["final_active_tokens"] > report["context_length"]
-    assert ("is over the 8000-token window" in out.stderr) is over
+    assert "engine             never" in out.stdout
+    skipped = re.search(r"skipped attempts\s+(\d+)", out.stdout)
+    assert skipped and int(skipped.group(1)) > 0, out.stdout
+    assert "aborted at" in out.stdout and "never compresses" in out.stdout
+    assert "Warning: the final context (" in out.stderr
+    assert "is over the 12000-token window" in out.stderr
+    data = json.loads(
+        run(tmp_path, *args, "--json", "--db", str(tmp_path / "j.db"), env=env).stdout
+    )
+    assert data["engine"] == "never" and data["skipped_compressions"]
 
 
 def test_config_show_prints_resolved_paths(tmp_path: Path) -> None:
