@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .messages import HandoffSummary, Message, SummarySection, Usage
+from .messages import HandoffFact, HandoffSummary, Message, SummarySection, Usage
 from .records import NewMessage, StoredMessage
 
 CompressionStatus = Literal["compressed", "aborted", "skipped"]
@@ -231,33 +231,6 @@ class TailStrategy(ABC):
     @abstractmethod
     def plan(self, request: TailRequest) -> TailPlan:
         """Choose the tail and any extra summary sections."""
-
-
-FactKind = Literal["request", "constraint", "error", "decision", "answer", "command", "file"]
-
-
-class HandoffFact(BaseModel):
-    """One fact of the compacted middle, in the session's own words.
-
-    The engine extracts facts from the ORIGINAL messages (before pruning cut
-    tool output) and hands them to the summarizer, which must keep the ones
-    it uses verbatim: the user's requests and constraints, exact error lines
-    with the command that produced them, commands run with their outcome,
-    the assistant's answers and stated decisions, files it changed.
-
-    :param message_id: the stored message it comes from (``session_open``
-        opens it), None when unknown.
-    :param position: index of that message in the middle, oldest first.
-    :param score: how much the fact is worth keeping (higher first).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: FactKind
-    text: str
-    message_id: int | None = None
-    position: int = 0
-    score: float = 0.0
 
 
 class SummaryRequest(BaseModel):

@@ -363,7 +363,7 @@ def register_commands(cli: Any) -> None:
         :class:`~hermes_hookspecs.errors.HermesError` they raise becomes one
         ``Error:`` line and exit code 1. Pick names that do not clash with
         the built-in commands (``plugins``, ``config``, ``sessions``,
-        ``compress``, ``replay``, ``new``): a plugin command that would
+        ``compress``, ``replay``, ``new``, ``mcp``): a plugin command that would
         replace one is dropped with a warning naming the plugin.
     :return: nothing; all implementations are called. An implementation that
         raises is reported on stderr and its commands are missing (strict

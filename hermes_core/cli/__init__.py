@@ -71,7 +71,7 @@ pass_state = click.make_pass_decorator(State)
 
 def load_commands() -> None:
     """Register the built-in commands on :data:`cli` (idempotent)."""
-    from . import commands, config_cmd, new_cmd  # noqa: F401
+    from . import commands, config_cmd, mcp, new_cmd  # noqa: F401
 
 
 def _set_traceback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

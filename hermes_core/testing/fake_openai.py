@@ -100,6 +100,9 @@ class Reply(_Behaviour):
     ``max_output_tokens``). ``text=""`` is an empty answer. ``refusal`` makes a
     refusal instead of text. ``output_items`` (Responses only) replaces the
     generated message with the given raw output items, sent verbatim.
+    ``tool_calls`` (chat completions only) adds these calls to the assistant
+    message, each ``{"id": ..., "name": ..., "arguments": "<JSON text>"}``;
+    the finish reason becomes ``tool_calls`` (streamed as one delta per call).
     """
 
     kind: Literal["reply"] = "reply"
@@ -107,6 +110,7 @@ class Reply(_Behaviour):
     finish_reason: Literal["stop", "length"] = "stop"
     refusal: str | None = None
     output_items: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, str]] | None = None
     chunk_chars: int = Field(default=8, ge=1, description="characters per streamed delta")
 
 
@@ -206,6 +210,18 @@ class FakeOpenAIValidationError(AssertionError):
         self.issues = issues
         lines = "\n".join(f"  - {issue}" for issue in issues)
         super().__init__(f"fake OpenAI server saw {len(issues)} validation issue(s):\n{lines}")
+
+
+def _chat_tool_calls(calls: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """``Reply.tool_calls`` as chat-completions ``tool_calls`` entries."""
+    return [
+        {
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": call.get("arguments", "{}")},
+        }
+        for call in calls
+    ]
 
 
 # --------------------------------------------------------------------------- validation
@@ -844,13 +860,17 @@ class FakeOpenAIServer:
             "refusal": b.refusal,
             "annotations": [],
         }
+        finish: str = b.finish_reason
+        if b.tool_calls:
+            message["tool_calls"] = _chat_tool_calls(b.tool_calls)
+            finish = "tool_calls"
         payload = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(body.get("model", "unknown")),
             "choices": [
-                {"index": 0, "message": message, "logprobs": None, "finish_reason": b.finish_reason}
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
             ],
             "usage": self._usage_chat(body, text),
             "system_fingerprint": "fp_fake",
@@ -887,7 +907,14 @@ class FakeOpenAIServer:
             chunk({field: text[i : i + b.chunk_chars]}, None)
             for i in range(0, len(text), b.chunk_chars)
         ]
-        chunks.append(chunk({}, b.finish_reason))
+        finish: str = b.finish_reason
+        if b.tool_calls:
+            calls = _chat_tool_calls(b.tool_calls)
+            chunks += [
+                chunk({"tool_calls": [{"index": i, **call}]}, None) for i, call in enumerate(calls)
+            ]
+            finish = "tool_calls"
+        chunks.append(chunk({}, finish))
         if include_usage:
             chunks.append(
                 {

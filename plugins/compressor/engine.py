@@ -625,4 +625,5 @@ def _checked(result: SummaryResult, summarizer: Summarizer) -> SummaryResult:
         section.model_copy(update={"body": strip_reasoning(section.body)})
         for section in summary.extra
     ]
-    return result.model_copy(update={"summary": summary.model_copy(update={**cleaned, "extra": extra})})
+    cleaned_summary = summary.model_copy(update={**cleaned, "extra": extra})
+    return result.model_copy(update={"summary": cleaned_summary})

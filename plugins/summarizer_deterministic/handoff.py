@@ -63,7 +63,7 @@ LABELS = {
 _KINDS = {label: kind for kind, label in LABELS.items()}
 _LINE = re.compile(r"^- #(\d+|\?) (\w+): (.*)$")
 #: a previous handoff's line weighs this much less than a fresh fact of its kind
-CARRIED_PENALTY = 0.5
+CARRIED_PENALTY = 0.5  # lines read back from another summarizer's handoff
 ANCHOR_NOTE = "#N is a message id: session_open(message_id=N) opens the original."
 
 
@@ -94,12 +94,32 @@ def parse_lines(body: str) -> list[HandoffFact]:
     return out
 
 
-def _section(
-    fresh: Sequence[HandoffFact], previous: str, kinds: set[str], budget_chars: int
-) -> str:
-    candidates = [f for f in parse_lines(previous) if f.kind in kinds]
-    candidates += [f for f in fresh if f.kind in kinds]
-    return "\n".join(render_fact(f) for f in select_facts(candidates, budget_chars))
+def _carried(previous: HandoffSummary) -> list[HandoffFact]:
+    """The previous handoff's facts, before every fresh one, at their own scores.
+
+    A handoff this summarizer wrote keeps its facts (``HandoffSummary.facts``);
+    one written by another summarizer is read back from its rendered lines.
+    """
+    if previous.facts:
+        n = len(previous.facts)
+        return [f.model_copy(update={"position": i - n}) for i, f in enumerate(previous.facts)]
+    out: list[HandoffFact] = []
+    for body in (
+        previous.progress,
+        previous.constraints,
+        previous.decisions,
+        previous.critical_context,
+    ):
+        out.extend(parse_lines(body))
+    return out
+
+
+def _section(facts: Sequence[HandoffFact], kinds: set[str], budget_chars: int) -> list[HandoffFact]:
+    return select_facts([f for f in facts if f.kind in kinds], budget_chars)
+
+
+def _render(facts: Sequence[HandoffFact]) -> str:
+    return "\n".join(render_fact(f) for f in facts)
 
 
 class DeterministicSummarizer(Summarizer):
@@ -124,24 +144,29 @@ class DeterministicSummarizer(Summarizer):
             facts = [f for f in facts if f is not first]
         if request.focus:
             goal = f"{goal}\nFocus for what follows: {request.focus}".strip()
-        progress = _section(facts, prev.progress, {"request", "answer", "command"}, limit["progress"])
+        pool = [*_carried(prev), *facts]
+        progress = _section(pool, {"request", "answer", "command"}, limit["progress"])
+        progress_text = _render(progress)
+        constraints = _section(pool, {"constraint"}, limit["constraints"])
+        decisions = _section(
+            [f for f in pool if f.kind == "decision" and f.text not in progress_text],
+            {"decision"},
+            limit["decisions"],
+        )
+        head = [f"- insight: {insight}" for insight in request.insights]
+        room = max(0, limit["critical_context"] - sum(len(line) + 1 for line in head))
+        errors = _section(pool, {"error"}, room)
         summary = HandoffSummary(
             goal=goal[: limit["goal"] + 200],
-            constraints=_section(facts, prev.constraints, {"constraint"}, limit["constraints"]),
-            progress=f"{ANCHOR_NOTE}\n{progress}" if progress else "",
-            decisions=_section(
-                [f for f in facts if f.kind == "decision" and f.text not in progress],
-                prev.decisions,
-                {"decision"},
-                limit["decisions"],
-            ),
+            constraints=_render(constraints),
+            progress=f"{ANCHOR_NOTE}\n{progress_text}" if progress else "",
+            decisions=_render(decisions),
             files=self._files(facts, prev.files, limit["files"]),
             next_steps=self._next_steps(facts, request.focus, limit["next_steps"])
             or prev.next_steps,
-            critical_context=self._critical(
-                facts, prev.critical_context, request.insights, limit["critical_context"]
-            ),
+            critical_context="\n".join([*head, _render(errors)] if errors else head),
             summarizer=self.name,
+            facts=sorted([*constraints, *progress, *decisions, *errors], key=lambda f: f.position),
         )
         return SummaryResult(summary=summary, summarizer=self.name)
 
@@ -184,12 +209,3 @@ class DeterministicSummarizer(Summarizer):
         if focus:
             parts.append(f"Focus requested: {focus}")
         return "\n".join(parts)
-
-    @staticmethod
-    def _critical(
-        facts: Sequence[HandoffFact], previous: str, insights: Sequence[str], limit: int
-    ) -> str:
-        head = [f"- insight: {insight}" for insight in insights]
-        room = max(0, limit - sum(len(line) + 1 for line in head))
-        errors = _section(facts, previous, {"error"}, room)
-        return "\n".join([*head, errors] if errors else head)
