@@ -51,9 +51,7 @@ KINDS: dict[str, TemplateKind] = {
 }
 
 #: commands a generated plugin must not shadow
-RESERVED_COMMANDS = frozenset(
-    {"plugins", "config", "sessions", "compress", "replay", "new", "mcp"}
-)
+RESERVED_COMMANDS = frozenset({"plugins", "config", "sessions", "compress", "replay", "new", "mcp"})
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
