@@ -43,12 +43,19 @@ class PluginSettings(_Section):
     """Which plugins load."""
 
     block: list[str] = Field(
-        default_factory=list, description="Plugin names never loaded (defaults included)."
+        default_factory=list,
+        description="Plugin (entry-point) or distribution names never loaded (defaults "
+        "included); a name matching none is reported.",
     )
     load: list[str] | None = Field(
-        default=None, description="Allowlist: when set, only these plugins load."
+        default=None,
+        description="Allowlist of plugin or distribution names: when set, only these load.",
     )
-    strict: bool = Field(default=False, description="Re-raise when a plugin fails to import.")
+    strict: bool = Field(
+        default=False,
+        description="Raise when a plugin fails to load (import, contract range) or a "
+        "block/load name matches no plugin.",
+    )
     trace: bool = Field(default=False, description="Print every hook call to stderr.")
     autoload: bool = Field(default=True, description="Load plugins from entry points.")
 

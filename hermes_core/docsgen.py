@@ -48,6 +48,10 @@ def hooks_section() -> str:
         first = " (firstresult)" if opts.get("firstresult") else ""
         lines.append(f"### `{name}`{first}\n")
         lines.append(f"```python\n{hook_signature(name)}\n```\n")
+        if opts.get("warn_on_impl") is not None:
+            lines.append(f"**Deprecated:** {opts['warn_on_impl']}\n")
+        for arg, warning in (opts.get("warn_on_impl_args") or {}).items():
+            lines.append(f"**Deprecated argument `{arg}`:** {warning}\n")
         lines.append(inspect.cleandoc(fn.__doc__ or "") + "\n")
     return "\n".join(lines)
 
@@ -75,15 +79,15 @@ def config_section() -> str:
 def cli_section() -> str:
     from click.testing import CliRunner
 
-    from .cli import cli
-    from .cli import commands as _  # noqa: F401
-    from .cli import mcp as _mcp  # noqa: F401
+    from .cli import cli, load_commands
+
+    load_commands()
 
     runner = CliRunner()
     out: list[str] = []
 
     def walk(path: list[str], command: Any) -> None:
-        result = runner.invoke(cli, [*path, "--help"], terminal_width=100)
+        result = runner.invoke(cli, [*path, "--help"], prog_name="hermes-core", terminal_width=100)
         title = " ".join(["hermes-core", *path])
         out.append(f"### `{title}`\n\n```text\n{result.output.rstrip()}\n```\n")
         for name in sorted(getattr(command, "commands", {}) or {}):

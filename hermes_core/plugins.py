@@ -10,6 +10,10 @@ the entry points of group ``hermes_core`` loaded one by one:
 * a plugin named in ``plugins.block`` (``HERMES_CORE_BLOCK_PLUGINS=a,b``) is
   never imported, defaults included; when ``plugins.load``
   (``HERMES_CORE_LOAD_PLUGINS``) is set, only the plugins it names load;
+* a plugin that declares a ``hermes_contract`` range excluding this host's
+  contract version is refused like one that fails to import (see
+  :mod:`hermes_core.plugin_checks`); block and load lists that name no plugin
+  are reported (a warning; an error in strict mode);
 * ``pm.check_pending()`` then rejects hook implementations that match no
   hookspec (a misspelt hook name);
 * ``plugins.trace`` (``HERMES_CORE_TRACE_PLUGINS=1``) prints each hook call
@@ -26,10 +30,12 @@ from importlib import metadata
 from typing import Any
 
 import pluggy
+from packaging.utils import canonicalize_name
 
 from hermes_hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME, PluginError, specs
 
 from .config import Settings
+from .plugin_checks import check_contract, check_plugin_lists
 
 
 class PluginLoadWarning(UserWarning):
@@ -53,6 +59,8 @@ class LoadReport:
     """What loading did, kept on the manager as ``pm.hermes_origins``."""
 
     origins: dict[str, PluginOrigin] = field(default_factory=dict)
+    #: distribution names seen among the entry points (a list may name one)
+    distributions: set[str] = field(default_factory=set)
 
 
 def _dist_of(ep: metadata.EntryPoint) -> tuple[str, str]:
@@ -100,7 +108,10 @@ def load_entrypoint_plugins(
             name=ep.name, distribution=dist, version=version, entry_point=ep.value
         )
         report.origins[ep.name] = origin
-        if ep.name in blocked or (allow is not None and ep.name not in allow):
+        report.distributions.add(dist)
+        if _listed(blocked, ep.name, dist) or (
+            allow is not None and not _listed(allow, ep.name, dist)
+        ):
             origin.blocked = True
             pm.set_blocked(ep.name)
             continue
@@ -108,6 +119,7 @@ def load_entrypoint_plugins(
             continue
         try:
             plugin = ep.load()
+            check_contract(ep.name, plugin)
             pm.register(plugin, name=ep.name)
         except Exception as exc:
             origin.error = f"{type(exc).__name__}: {exc}"
@@ -122,6 +134,13 @@ def load_entrypoint_plugins(
                 PluginLoadWarning,
                 stacklevel=2,
             )
+
+
+def _listed(names: set[str], plugin: str, dist: str) -> bool:
+    """Whether a block/load list names this plugin (by plugin or distribution name)."""
+    if plugin in names:
+        return True
+    return bool(dist) and canonicalize_name(dist) in {canonicalize_name(n) for n in names}
 
 
 def get_plugin_manager(
@@ -156,7 +175,17 @@ def get_plugin_manager(
             obj = item
         if name is not None and pm.is_blocked(name):
             continue
+        check_contract(name or repr(obj), obj)
         pm.register(obj, name=name)
+    if autoload:
+        report = pm.hermes_origins  # type: ignore[attr-defined]
+        check_plugin_lists(
+            block=settings.plugins.block,
+            load=settings.plugins.load,
+            plugin_names=[*report.origins, *(n for n, p in pm.list_name_plugin() if p is not None)],
+            distributions=report.distributions,
+            strict=settings.plugins.strict,
+        )
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:

@@ -18,10 +18,13 @@ from pydantic import BaseModel, Field
 
 from hermes_hookspecs import (
     SUMMARY_BEGIN,
+    CompressionRequest,
+    CompressionResult,
     ImportedConversation,
     Importer,
     ImportFormatError,
     Message,
+    hookimpl,
 )
 
 from .detection import detect_importer
@@ -111,6 +114,37 @@ class ReplayReport(BaseModel):
     #: what the importer read and deliberately left out, by kind (its ``skipped``)
     import_skipped: dict[str, int] = Field(default_factory=dict)
     final_messages: list[dict[str, Any]] = Field(default_factory=list)
+    #: the context engine selected (``compression.engine``)
+    engine: str = ""
+    #: compression attempts the engine answered with ``skipped`` or ``aborted``
+    skipped_compressions: list[CompressionInfo] = Field(default_factory=list)
+
+
+class _AttemptWatcher:
+    """Records the compression attempts that did not compress (the CLI shows them)."""
+
+    def __init__(self, report: ReplayReport) -> None:
+        self.report = report
+
+    @hookimpl(wrapper=True)
+    def compress(self, request: CompressionRequest) -> Any:
+        result: CompressionResult | None = yield
+        if result is not None and result.status != "compressed":
+            before = sum(r.token_count or 0 for r in request.messages)
+            self.report.skipped_compressions.append(
+                CompressionInfo(
+                    request_index=self.report.requests,
+                    trigger="manual" if request.manual else "auto",
+                    status=result.status,
+                    tokens_before=before,
+                    tokens_after=before,  # nothing changed
+                    summarizer=result.summarizer,
+                    fallback_used=False,
+                    backend="local",
+                    reason=result.reason,
+                )
+            )
+        return result
 
 
 def pick_importer(importers: list[Importer], path: Path, name: str | None = None) -> Importer:
@@ -205,11 +239,17 @@ def replay(
         context_length=hermes.settings.model.context_length,
         tokens_exact=hermes.tokens(session.model).exact,
         import_skipped=dict(conv.skipped),
+        engine=hermes.settings.compression.engine,
     )
-    for index, turn_messages in enumerate(turns):
-        _replay_turn(session, turn_messages, report)
-        if progress is not None:
-            progress(index + 1, len(turns))
+    watcher = _AttemptWatcher(report)
+    hermes.pm.register(watcher, name="hermes_core.replay-attempts")
+    try:
+        for index, turn_messages in enumerate(turns):
+            _replay_turn(session, turn_messages, report)
+            if progress is not None:
+                progress(index + 1, len(turns))
+    finally:
+        hermes.pm.unregister(watcher)
     _finish(hermes, session, report, probes or [])
     return report
 

@@ -30,6 +30,13 @@ from .compression import (
     TailRequest,
     TailStrategy,
 )
+from .contract import (
+    CONTRACT_ATTRIBUTE,
+    CONTRACT_VERSION,
+    DISTRIBUTION,
+    HermesDeprecationWarning,
+    deprecated,
+)
 from .errors import (
     CompactionBackendError,
     CompressionAborted,
@@ -85,7 +92,12 @@ from .store import SessionStore
 from .tokens import TokenCounter
 from .tools import AgentTool, ToolContext
 
+__version__ = CONTRACT_VERSION
+
 __all__ = [
+    "CONTRACT_ATTRIBUTE",
+    "CONTRACT_VERSION",
+    "DISTRIBUTION",
     "ENTRY_POINT_GROUP",
     "PROJECT_NAME",
     "SUMMARY_BEGIN",
@@ -106,6 +118,7 @@ __all__ = [
     "EngineStatus",
     "HandoffFact",
     "HandoffSummary",
+    "HermesDeprecationWarning",
     "HermesError",
     "ImportFormatError",
     "ImportedConversation",
@@ -156,7 +169,9 @@ __all__ = [
     "Usage",
     "UsageRecord",
     "ValidationError",
+    "__version__",
     "content_text",
+    "deprecated",
     "hookimpl",
     "hookspec",
 ]

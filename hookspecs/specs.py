@@ -349,3 +349,30 @@ def redaction_rules() -> list[RedactionRule] | None:
     :return: rules (or None). All results are combined; rules apply in
         ``name`` order so the outcome does not depend on plugin load order.
     """
+
+
+# ---------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add commands to the ``hermes-core`` command line.
+
+    Called once when the command line starts, with the plugins that the
+    configuration selects (``--config``, ``HERMES_CORE_CONFIG``,
+    ``./hermes.toml`` and the environment; block and load lists apply).
+
+    :param cli: the top-level ``click.Group``; add commands with
+        ``@cli.command()`` or groups with ``@cli.group()``. Such commands
+        accept ``--traceback`` like the built-in ones, and a
+        :class:`~hermes_hookspecs.errors.HermesError` they raise becomes one
+        ``Error:`` line and exit code 1. Pick names that do not clash with
+        the built-in commands (``plugins``, ``config``, ``sessions``,
+        ``compress``, ``replay``, ``new``, ``mcp``): a plugin command that would
+        replace one is dropped with a warning naming the plugin.
+    :return: nothing; all implementations are called. An implementation that
+        raises is reported on stderr and its commands are missing (strict
+        mode: an error).
+    """

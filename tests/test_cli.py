@@ -146,7 +146,7 @@ def test_plugins_and_config(tmp_path: Path) -> None:
     names = {r["name"]: r for r in rows}
     assert names["sqlite_store"]["registered"] == {"stores": ["sqlite"]}
     assert "register_session_stores" in names["sqlite_store"]["hooks"]
-    assert names["sqlite_store"]["distribution"] == "hermes-core"
+    assert names["sqlite_store"]["distribution"] == "hermes-session-core"
     blocked = json.loads(
         subprocess.run(
             [sys.executable, "-m", "hermes_core.cli", "plugins", "--json"],

@@ -207,7 +207,7 @@ def test_the_core_imports_no_plugin() -> None:
         "        try:\n"
         "            importlib.import_module(m.name)\n"
         "        except ImportError as exc:  # an optional extra's module names its extra\n"
-        '            if "hermes-core[" not in str(exc):\n'
+        '            if "hermes-session-core[" not in str(exc):\n'
         "                raise\n"
         "bad = [m for m in sys.modules if m.startswith('hermes_plugin_')]\n"
         "assert not bad, bad\n"

@@ -237,6 +237,11 @@ class Recorder:
         self._note("redaction_rules")
         return []
 
+    @hookimpl
+    def register_commands(self, cli):  # type: ignore[no-untyped-def]
+        # called by the command line only (tests/test_cli_usability.py::test_plugins_add_commands)
+        self._note("register_commands")
+
 
 def test_recorder_implements_every_hook() -> None:
     implemented = {

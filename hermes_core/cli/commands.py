@@ -1,25 +1,22 @@
-"""The ``hermes-core`` commands: plugins, config, sessions, compress, replay."""
+"""The ``hermes-core`` commands: plugins, sessions, compress, replay (``config`` and ``new``
+live in :mod:`.config_cmd` and :mod:`.new_cmd`)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from hermes_hookspecs import SessionStore
+
 from ..plugins import implemented_hooks, origins
 from ..search import search_with_context
-from . import State, cli
-from .render import chart_file, print_replay_report
-
-pass_state = click.make_pass_decorator(State)
-
-
-def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
+from . import State, cli, db_option, pass_state
+from .output import emit_json, one_line, print_table, say_empty, visible, when
+from .render import chart_file, print_replay_report, replay_warnings
+from .sessions import describe_store, missing_database, require_database, resolve_session_id
 
 # ---------------------------------------------------------------------------
 # plugins
@@ -67,65 +64,29 @@ def plugins_cmd(state: State, as_json: bool) -> None:
     if as_json:
         emit_json(rows)
         return
-    for row in rows:
-        state_word = "blocked" if row["blocked"] else ("FAILED" if row["error"] else "loaded")
-        dist = f"{row['distribution']} {row['version']}".strip()
-        click.echo(f"{row['name']}  [{state_word}]  {dist}")
-        if row["hooks"]:
-            click.echo(f"    hooks: {', '.join(row['hooks'])}")
-        for kind, names in sorted(row["registered"].items()):
-            click.echo(f"    {kind}: {', '.join(sorted(names))}")
-        if row["error"]:
-            click.echo(f"    error: {row['error']}")
-
-
-# ---------------------------------------------------------------------------
-# config
-# ---------------------------------------------------------------------------
-
-
-@cli.group("config")
-def config_group() -> None:
-    """Inspect the configuration."""
-
-
-@config_group.command("show")
-@click.option("--model", help="Model name for the effective threshold.")
-@click.option("--context-length", type=int, help="Context window for the effective threshold.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@pass_state
-def config_show(state: State, model: str | None, context_length: int | None, as_json: bool) -> None:
-    """Print the effective configuration and compression threshold."""
-    hermes = state.hermes()
-    data = hermes.settings.model_dump(mode="json")
-    threshold = hermes.threshold(model=model, context_length=context_length)
-    data["effective_threshold"] = threshold.model_dump()
-    if as_json:
-        emit_json(data)
+    if not rows:
+        say_empty("plugins", "this environment (entry-point group hermes_core)")
         return
-    for section, values in data.items():
-        if section == "effective_threshold":
-            continue
-        click.echo(f"[{section}]")
-        if isinstance(values, dict):
-            for key, value in values.items():
-                click.echo(f"{key} = {json.dumps(value)}")
-        click.echo("")
-    t = threshold
-    click.echo("# effective compression threshold")
-    click.echo(
-        f"model {t.model!r}, window {t.context_length}, usable {t.usable_window}, "
-        f"ratio {t.ratio} (base {t.base_ratio}"
-        + (f", matched {t.matched_model_key!r}" if t.matched_model_key else "")
-        + (", raised to the small-window floor" if t.floor_applied else "")
-        + ")"
+    print_table(
+        ["PLUGIN", "STATE", "DISTRIBUTION", "VERSION", "REGISTERS", "HOOKS"],
+        [
+            [
+                row["name"],
+                "blocked" if row["blocked"] else ("FAILED" if row["error"] else "loaded"),
+                row["distribution"],
+                row["version"],
+                "; ".join(
+                    f"{kind}: {', '.join(sorted(names))}"
+                    for kind, names in sorted(row["registered"].items())
+                ),
+                ", ".join(row["hooks"]),
+            ]
+            for row in rows
+        ],
     )
-    click.echo(
-        f"threshold_tokens = {t.threshold_tokens}"
-        + (" (capped by threshold_tokens)" if t.capped_by_threshold_tokens else "")
-        + (" (clamped to the summarizer window)" if t.clamped_by_summarizer else "")
-    )
-    click.echo(f"hygiene_tokens = {t.hygiene_tokens}")
+    for row in rows:
+        if row["error"]:
+            click.echo(f"{row['name']} failed: {visible(row['error'])}")
 
 
 # ---------------------------------------------------------------------------
@@ -135,34 +96,80 @@ def config_show(state: State, model: str | None, context_length: int | None, as_
 
 @cli.group("sessions")
 def sessions_group() -> None:
-    """List, show and search stored sessions."""
+    """List, show and search stored sessions.
+
+    SESSION_ID arguments take a full id or an unambiguous prefix of one.
+    """
+
+
+def _size(store: SessionStore, session_id: str) -> tuple[int, int]:
+    rows = store.active_messages(session_id)
+    return len(rows), sum(r.token_count or 0 for r in rows)
 
 
 @sessions_group.command("list")
 @click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True)
+@db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
 def sessions_list(state: State, limit: int, as_json: bool) -> None:
-    """Sessions, most recently updated first."""
+    """Sessions, most recently updated first, with their size."""
     hermes = state.hermes()
-    sessions = hermes.store().list_sessions(limit=limit)
-    if as_json:
-        emit_json([s.model_dump(mode="json") for s in sessions])
+    missing = missing_database(hermes.settings)
+    if missing is not None:
+        if as_json:
+            emit_json([])
+        else:
+            say_empty("sessions", f"{missing} (no such file)")
         return
-    for s in sessions:
-        ended = f" ended:{s.end_reason}" if s.end_reason else ""
-        click.echo(f"{s.id}  {s.title or '(untitled)'}  compressions:{s.compression_count}{ended}")
+    store = hermes.store()
+    sessions = store.list_sessions(limit=limit)
+    sizes = {s.id: _size(store, s.id) for s in sessions}
+    if as_json:
+        emit_json(
+            [
+                {
+                    **s.model_dump(mode="json"),
+                    "active_messages": sizes[s.id][0],
+                    "active_tokens": sizes[s.id][1],
+                }
+                for s in sessions
+            ]
+        )
+        return
+    if not sessions:
+        say_empty("sessions", describe_store(hermes.settings))
+        return
+    print_table(
+        ["ID", "UPDATED", "MESSAGES", "TOKENS", "COMPRESSIONS", "ENDED", "TITLE"],
+        [
+            [
+                s.id,
+                when(s.updated_at),
+                sizes[s.id][0],
+                sizes[s.id][1],
+                s.compression_count,
+                s.end_reason or "",
+                one_line(s.title or "(untitled)", 60),
+            ]
+            for s in sessions
+        ],
+        right=["MESSAGES", "TOKENS", "COMPRESSIONS"],
+    )
 
 
 @sessions_group.command("show")
 @click.argument("session_id")
 @click.option("--all", "show_all", is_flag=True, help="Include compacted rows.")
+@db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
 def sessions_show(state: State, session_id: str, show_all: bool, as_json: bool) -> None:
     """A session and its active messages."""
     hermes = state.hermes()
+    require_database(hermes.settings, session_id)
     store = hermes.store()
+    session_id = resolve_session_id(store, session_id, hermes.settings)
     record = store.get_session(session_id)
     rows = store.all_messages(session_id) if show_all else store.active_messages(session_id)
     if as_json:
@@ -173,14 +180,30 @@ def sessions_show(state: State, session_id: str, show_all: bool, as_json: bool) 
             }
         )
         return
-    click.echo(f"session {record.id}  {record.title}")
-    for row in rows:
-        flag = "" if row.active else " (compacted)"
-        text = row.message.text().replace("\n", " ")
-        calls = ", ".join(c.function.name for c in row.message.tool_calls or [])
-        click.echo(
-            f"  #{row.id} {row.message.role}{flag}: {text[:160]}{' → ' + calls if calls else ''}"
-        )
+    click.echo(
+        f"session {record.id}  {one_line(record.title or '(untitled)')}  "
+        f"updated {when(record.updated_at)}  compressions {record.compression_count}"
+    )
+    if not rows:
+        say_empty("active messages" if not show_all else "messages", f"session {record.id}")
+        return
+    print_table(
+        ["#", "ROLE", "TEXT"],
+        [
+            [
+                row.id,
+                row.message.role + ("" if row.active else " (compacted)"),
+                one_line(row.message.text(), 160)
+                + (
+                    " → " + ", ".join(c.function.name for c in row.message.tool_calls)
+                    if row.message.tool_calls
+                    else ""
+                ),
+            ]
+            for row in rows
+        ],
+        right=["#"],
+    )
 
 
 @sessions_group.command("search")
@@ -189,6 +212,7 @@ def sessions_show(state: State, session_id: str, show_all: bool, as_json: bool) 
 @click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--active-only", is_flag=True, help="Skip compacted history.")
 @click.option("--context", "context", type=int, default=1, show_default=True)
+@db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
 def sessions_search(
@@ -202,8 +226,20 @@ def sessions_search(
 ) -> None:
     """Full-text search; each hit is a recovery pointer with context around it."""
     hermes = state.hermes()
+    missing = missing_database(hermes.settings)
+    if missing is not None:
+        if session_id:
+            require_database(hermes.settings, session_id)
+        if as_json:
+            emit_json([])
+        else:
+            say_empty(f"matches for {one_line(query)!r}", f"{missing} (no such file)")
+        return
+    store = hermes.store()
+    if session_id:
+        session_id = resolve_session_id(store, session_id, hermes.settings)
     results = search_with_context(
-        hermes.store(),
+        store,
         query,
         session_ids=[session_id] if session_id else None,
         limit=limit,
@@ -224,6 +260,10 @@ def sessions_search(
     if as_json:
         emit_json(out)
         return
+    if not out:
+        where = f"session {session_id} of " if session_id else ""
+        say_empty(f"matches for {one_line(query)!r}", where + describe_store(hermes.settings))
+        return
     for item in out:
         found = item["hit"]
         state_word = "active" if found["active"] else "compacted"
@@ -231,36 +271,66 @@ def sessions_search(
             f"message {found['message_id']} ({found['role']}, {state_word}, "
             f"session {found['session_id']})"
         )
-        click.echo(f"    {found['snippet']}")
+        click.echo(f"    {one_line(found['snippet'])}")
         for row in item["context"]:
-            text = row["text"].replace("\n", " ")[:140]
-            click.echo(f"      #{row['id']} {row['role']}: {text}")
+            click.echo(f"      #{row['id']} {row['role']}: {one_line(row['text'], 140)}")
 
 
 @sessions_group.command("prefix")
 @click.argument("session_id")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Show the last N requests; 0: all (default: 20, with --json all). "
+    "The reuse ratio always covers every request.",
+)
+@db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
-def sessions_prefix(state: State, session_id: str, as_json: bool) -> None:
+def sessions_prefix(state: State, session_id: str, limit: int | None, as_json: bool) -> None:
     """The prefix ledger: shared-prefix tokens per request and what broke it."""
     hermes = state.hermes()
-    entries = hermes.store().prefix_entries(session_id)
+    require_database(hermes.settings, session_id)
+    store = hermes.store()
+    session_id = resolve_session_id(store, session_id, hermes.settings)
+    entries = store.prefix_entries(session_id)
     scored = [e for e in entries if e.break_reason != "first"]
     shared = sum(e.shared_prefix_tokens for e in scored)
     previous = sum(e.previous_tokens for e in scored)
     reuse = shared / previous if previous else 1.0
+    if limit is None:
+        limit = 0 if as_json else 20
+    shown = entries[-limit:] if limit else entries
     if as_json:
-        emit_json({"reuse": reuse, "entries": [e.model_dump(mode="json") for e in entries]})
+        emit_json(
+            {
+                "session_id": session_id,
+                "reuse": reuse,
+                "total_entries": len(entries),
+                "entries": [e.model_dump(mode="json") for e in shown],
+            }
+        )
         return
-    for e in entries:
-        why = e.break_reason or "full prefix"
-        cached = (
-            f" cached:{e.provider_cached_tokens}" if e.provider_cached_tokens is not None else ""
-        )
-        click.echo(
-            f"#{e.request_index:>4} tokens:{e.request_tokens:>8} shared:{e.shared_prefix_tokens:>8}"
-            f"{cached}  {why}"
-        )
+    if not entries:
+        say_empty("prefix-ledger entries", f"session {session_id}")
+        return
+    if len(shown) < len(entries):
+        click.echo(f"(last {len(shown)} of {len(entries)} requests; --limit 0 shows all)")
+    print_table(
+        ["REQUEST", "TOKENS", "SHARED", "CACHED", "BREAK"],
+        [
+            [
+                e.request_index,
+                e.request_tokens,
+                e.shared_prefix_tokens,
+                "" if e.provider_cached_tokens is None else e.provider_cached_tokens,
+                e.break_reason or "full prefix",
+            ]
+            for e in shown
+        ],
+        right=["REQUEST", "TOKENS", "SHARED", "CACHED"],
+    )
     click.echo(f"reuse ratio: {reuse:.4f} over {len(scored)} requests")
 
 
@@ -272,22 +342,43 @@ def sessions_prefix(state: State, session_id: str, as_json: bool) -> None:
 @cli.command("compress")
 @click.argument("session_id")
 @click.option("--focus", help="Topic the summary should keep in focus.")
+@db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
 def compress_cmd(state: State, session_id: str, focus: str | None, as_json: bool) -> None:
-    """Compress a session now (manual: bypasses the cooldown)."""
+    """Compress a session now (manual: bypasses the cooldown).
+
+    SESSION_ID takes a full id or an unambiguous prefix.
+    """
     hermes = state.hermes()
+    require_database(hermes.settings, session_id)
     try:
+        session_id = resolve_session_id(hermes.store(), session_id, hermes.settings)
         session = hermes.open_session(session_id)
         outcome = session.compress(focus=focus)
+        active = session.active_tokens
     finally:
         hermes.close()
+    data = outcome.model_dump(mode="json")
+    data["session_id"] = outcome.session_id or session_id
+    if outcome.status != "compressed":
+        # nothing changed: the context is what it was, not "0 tokens"
+        data["tokens_after"] = data["tokens_before"] = outcome.tokens_before or active
     if as_json:
-        emit_json(outcome.model_dump(mode="json"))
+        emit_json(data)
+        return
+    if outcome.status == "compressed":
+        moved = f"; continues as session {outcome.new_session_id}" if outcome.new_session_id else ""
+        click.echo(
+            f"compressed session {data['session_id']}: {outcome.tokens_before} → "
+            f"{outcome.tokens_after} tokens (engine {outcome.engine or '-'}, "
+            f"summarizer {outcome.summarizer or '-'}){moved}"
+        )
         return
     click.echo(
-        f"{outcome.status}: {outcome.tokens_before} → {outcome.tokens_after} tokens"
-        + (f" ({outcome.reason})" if outcome.reason else "")
+        f"{outcome.status}: session {data['session_id']} was not compressed"
+        + (f" ({visible(outcome.reason)})" if outcome.reason else "")
+        + f"; it stays at {data['tokens_before']} tokens"
     )
 
 
@@ -378,5 +469,7 @@ def replay_cmd(
         chart_file(report, chart)
     if as_json:
         emit_json(report.model_dump(mode="json"))
-        return
-    print_replay_report(report)
+    else:
+        print_replay_report(report)
+    for warning in replay_warnings(report):
+        click.echo(f"Warning: {warning}", err=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from hermes_hookspecs import ConfigError
+from hermes_hookspecs import DISTRIBUTION, ConfigError
 
 from . import State, cli
 
@@ -54,6 +54,6 @@ def mcp_cmd(
         settings = McpSettings.from_settings(
             hermes.settings, sessions=scope, budget_tokens=budget_tokens
         )
-        serve_stdio(RecallService(hermes, settings), version("hermes-core"))
+        serve_stdio(RecallService(hermes, settings), version(DISTRIBUTION))
     finally:
         hermes.close()

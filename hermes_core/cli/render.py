@@ -7,14 +7,28 @@ from typing import Any
 
 import click
 
-from hermes_hookspecs import ConfigError
+from hermes_hookspecs import DISTRIBUTION, ConfigError
+
+from .output import visible
+
+
+def replay_warnings(report: Any) -> list[str]:
+    """What the reader must not miss: a final context over the window."""
+    out: list[str] = []
+    if report.final_active_tokens > report.context_length:
+        out.append(
+            f"the final context ({report.final_active_tokens} tokens) is over the "
+            f"{report.context_length}-token window: the next request would not fit"
+        )
+    return out
 
 
 def print_replay_report(report: Any) -> None:
     r = report
     exact = "exact" if r.tokens_exact else "ESTIMATED (chars/4)"
-    click.echo(f"replay of {r.transcript} ({r.format})")
+    click.echo(f"replay of {visible(r.transcript)} ({r.format})")
     click.echo(f"  session            {r.session_id}")
+    click.echo(f"  engine             {visible(r.engine) or '-'}")
     click.echo(f"  imported messages  {r.imported_messages} in {r.turns} turns")
     click.echo(f"  requests           {r.requests}")
     click.echo(f"  window / trigger   {r.context_length} / {r.threshold_tokens} tokens ({exact})")
@@ -25,6 +39,14 @@ def print_replay_report(report: Any) -> None:
             f"    before request {c.request_index:>4}: {c.tokens_before:>7} → {c.tokens_after:>7} "
             f"tokens ({c.trigger}, {c.backend}, summarizer {c.summarizer or '-'}{fb})"
         )
+    skipped = getattr(r, "skipped_compressions", [])
+    click.echo(f"  skipped attempts   {len(skipped) or 'none'}")
+    if skipped:
+        for c in skipped:
+            click.echo(
+                f"    before request {c.request_index:>4}: {c.status} at {c.tokens_before:>7} "
+                f"tokens ({c.trigger}): {visible(c.reason) or 'no reason given'}"
+            )
     click.echo(
         f"  final active       {r.final_active_tokens} tokens in {r.final_active_messages} messages"
     )
@@ -43,8 +65,18 @@ def print_replay_report(report: Any) -> None:
         click.echo(f"  probes             closed-book {closed}/{n}, one-search {searched}/{n}")
 
 
+def nice_ticks(top: float, count: int = 5) -> list[int]:
+    """Round axis values from 0 to at most ``top`` (steps of 1, 2 or 5 times a power of ten)."""
+    if top <= 0:
+        return [0]
+    raw = top / count
+    power = 10 ** max(0, len(str(int(raw))) - 1)
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return list(range(0, int(top) + 1, max(1, int(step))))
+
+
 def _svg(report: Any) -> str:
-    width, height, pad = 900, 360, 50
+    width, height, pad = 900, 360, 60
     values = report.request_tokens or [0]
     top = max(max(values), report.threshold_tokens) * 1.1 or 1
     n = max(1, len(values) - 1)
@@ -63,6 +95,26 @@ def _svg(report: Any) -> str:
         f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
         'stroke="black"/>',
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="black"/>',
+    ]
+    for tick in nice_ticks(top):
+        parts.append(
+            f'<line x1="{pad - 4}" y1="{y(tick):.1f}" x2="{pad}" y2="{y(tick):.1f}" '
+            'stroke="black"/>'
+        )
+        parts.append(
+            f'<text class="y-tick" x="{pad - 6}" y="{y(tick) + 4:.1f}" '
+            f'text-anchor="end">{tick}</text>'
+        )
+    for tick in nice_ticks(n, count=8):
+        parts.append(
+            f'<line x1="{x(tick):.1f}" y1="{height - pad}" x2="{x(tick):.1f}" '
+            f'y2="{height - pad + 4}" stroke="black"/>'
+        )
+        parts.append(
+            f'<text class="x-tick" x="{x(tick):.1f}" y="{height - pad + 16}" '
+            f'text-anchor="middle">{tick}</text>'
+        )
+    parts += [
         f'<line x1="{pad}" y1="{y(report.threshold_tokens):.1f}" x2="{width - pad}" '
         f'y2="{y(report.threshold_tokens):.1f}" stroke="red" stroke-dasharray="6,4"/>',
         f'<text x="{width - pad}" y="{y(report.threshold_tokens) - 4:.1f}" text-anchor="end" '
@@ -100,7 +152,7 @@ def chart_file(report: Any, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError(
-            "--chart FILE.png needs matplotlib (pip install 'hermes-core[charts]'); "
+            f"--chart FILE.png needs matplotlib (pip install '{DISTRIBUTION}[charts]'); "
             "or write an .svg"
         ) from None
     fig, ax = plt.subplots(figsize=(10, 4))

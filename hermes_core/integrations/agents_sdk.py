@@ -71,7 +71,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         "hermes_core.integrations.agents_sdk needs the OpenAI Agents SDK: "
-        "pip install 'hermes-core[agents]'"
+        "pip install 'hermes-session-core[agents]'"
     ) from exc
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ The answers come from :class:`~hermes_core.integrations.recall_service.RecallSer
 this module only speaks the protocol. Every tool is marked read-only, and the
 server takes no lease and writes nothing.
 
-Needs the ``mcp`` extra: ``pip install 'hermes-core[mcp]'``.
+Needs the ``mcp`` extra: ``pip install 'hermes-session-core[mcp]'``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         "the hermes-core MCP server needs the Model Context Protocol SDK: "
-        "pip install 'hermes-core[mcp]'"
+        "pip install 'hermes-session-core[mcp]'"
     ) from exc
 
 from .recall_service import RecallService

@@ -10,6 +10,11 @@ the ``host`` fixture you override), then checks the contract:
   a call of the assistant message before it, calls are not split from their
   results, at least one real user message survives;
 * a ``compressed`` result is strictly smaller than its input (in tokens);
+* a row carried forward unchanged (its message is an input row's message)
+  keeps what the store knows about it: ``origin_id`` pointing at the row (or
+  at the row it already carried), its ``annotations``, its ``api_content``
+  (the exact bytes once sent) and its ``turn_id`` -- use
+  :meth:`hermes_hookspecs.NewMessage.carried_from`;
 * ``aborted``/``skipped`` results carry a reason and no messages are required;
 * ``select_context`` returns None or a valid sequence, and changes nothing
   stored (it has no access to the store by construction).
@@ -27,6 +32,7 @@ from hermes_hookspecs import (
     CompressionSettings,
     ContextEngine,
     Message,
+    NewMessage,
     SelectRequest,
     StoredMessage,
     Summarizer,
@@ -89,8 +95,14 @@ class SimpleHost:
 
 
 def synthetic_session(turns: int = 30, tool_output_chars: int = 1500) -> list[StoredMessage]:
-    """A session of user turns with tool rounds, paths and error strings in the outputs."""
+    """A session of user turns with tool rounds, paths and error strings in the outputs.
+
+    Every row carries what a real store row does: a ``turn_id``, ``annotations``
+    (as the ``annotate_message`` hook leaves them), and user rows an
+    ``api_content`` with per-turn recall, so an engine that drops them shows.
+    """
     rows: list[Message] = []
+    turn_of: list[int] = []
     for t in range(turns):
         rows.append(Message(role="user", content=f"Turn {t}: fix src/module_{t}.py please"))
         call = ToolCall(
@@ -107,10 +119,54 @@ def synthetic_session(turns: int = 30, tool_output_chars: int = 1500) -> list[St
         rows.append(
             Message(role="assistant", content=f"Fixed src/module_{t}.py in commit a1b2c3d{t}")
         )
+        turn_of.extend([t] * (len(rows) - len(turn_of)))
     return [
-        StoredMessage(id=i + 1, session_id="suite", position=i, message=m, created_at=0.0)
+        StoredMessage(
+            id=i + 1,
+            session_id="suite",
+            position=i,
+            message=m,
+            created_at=0.0,
+            turn_id=f"turn-{turn_of[i]}",
+            annotations={"suite": {"row": i + 1}},
+            api_content=(
+                f"{m.content}\n\n[recalled for turn {turn_of[i]}: the suite's memory]"
+                if m.role == "user"
+                else None
+            ),
+        )
         for i, m in enumerate(rows)
     ]
+
+
+def carry_problems(rows: list[StoredMessage], out: list[NewMessage]) -> list[str]:
+    """How ``out`` loses what the store knew about rows it carries forward unchanged."""
+    by_message: dict[str, StoredMessage] = {}
+    for row in rows:
+        by_message.setdefault(row.message.model_dump_json(), row)
+    problems: list[str] = []
+    for index, item in enumerate(out):
+        found = by_message.get(item.message.model_dump_json())
+        if found is None or item.message.role == "system":
+            continue  # new or rewritten: not a carried row
+        row = found
+        where = f"output {index} (carries row {row.id}, {row.message.role})"
+        allowed = {row.id} | ({row.origin_id} if row.origin_id is not None else set())
+        if item.origin_id not in allowed:
+            problems.append(
+                f"{where}: expected origin_id in {sorted(allowed)}, got {item.origin_id!r}"
+            )
+        if item.annotations != row.annotations:
+            problems.append(
+                f"{where}: expected annotations {row.annotations!r}, got {item.annotations!r}"
+            )
+        if item.api_content != row.api_content:
+            problems.append(
+                f"{where}: expected api_content {row.api_content!r}, got {item.api_content!r}"
+            )
+        if item.turn_id != row.turn_id:
+            problems.append(f"{where}: expected turn_id {row.turn_id!r}, got {item.turn_id!r}")
+    return problems
 
 
 class ContextEngineSuite:
@@ -141,31 +197,57 @@ class ContextEngineSuite:
         )
 
     def test_engine_has_a_name(self, bound_engine: ContextEngine) -> None:
-        assert isinstance(bound_engine.name, str) and bound_engine.name
+        assert isinstance(bound_engine.name, str) and bound_engine.name, (
+            f"expected a non-empty name on {type(bound_engine).__name__}, got {bound_engine.name!r}"
+        )
 
     def test_compress_returns_a_valid_smaller_sequence(
         self, bound_engine: ContextEngine, host: Any
     ) -> None:
         rows = synthetic_session()
         result = bound_engine.compress(self.request(rows))
-        assert result.engine == bound_engine.name
+        assert result.engine == bound_engine.name, (
+            f"expected CompressionResult.engine == {bound_engine.name!r}, got {result.engine!r}"
+        )
         if self.expect_compressed:
-            assert result.status == "compressed", result.reason
+            assert result.status == "compressed", (
+                f"expected the synthetic session ({len(rows)} rows) to be compressed, got "
+                f"{result.status!r}: {result.reason}"
+            )
         if result.status != "compressed":
-            assert result.reason, "an aborted or skipped result must say why"
+            assert result.reason, f"expected a {result.status!r} result to say why"
             return
         out = [m.message for m in result.messages if m.message.role != "system"]
-        assert not sequence_problems(out), sequence_problems(out)
+        problems = sequence_problems(out)
+        assert not problems, "expected a valid message sequence: " + "; ".join(problems)
         before = sum(host.count_message(r.message) for r in rows)
         after = sum(host.count_message(m) for m in out)
-        assert after < before
+        assert after < before, (
+            f"expected a compressed result smaller than its input ({before} tokens), "
+            f"got {after} tokens"
+        )
+
+    def test_carried_rows_keep_origin_annotations_api_content_and_turn(
+        self, bound_engine: ContextEngine
+    ) -> None:
+        rows = synthetic_session()
+        result = bound_engine.compress(self.request(rows))
+        if result.status != "compressed":
+            return
+        problems = carry_problems(rows, result.messages)
+        assert not problems, (
+            f"expected rows carried forward unchanged to keep what was stored about them "
+            f"(NewMessage.carried_from(row)); {len(problems)} problems: " + "; ".join(problems[:6])
+        )
 
     def test_compress_keeps_the_last_user_message(self, bound_engine: ContextEngine) -> None:
         rows = synthetic_session()
         result = bound_engine.compress(self.request(rows))
         if result.status == "compressed":
             last_user = [r.message.text() for r in rows if r.message.role == "user"][-1]
-            assert any(last_user in m.message.text() for m in result.messages)
+            assert any(last_user in m.message.text() for m in result.messages), (
+                f"expected the last user message {last_user!r} in the compressed context"
+            )
 
     def test_compress_is_repeatable_on_its_own_output(self, bound_engine: ContextEngine) -> None:
         rows = synthetic_session(turns=60)
@@ -183,7 +265,11 @@ class ContextEngineSuite:
         second = bound_engine.compress(self.request(more, compression_index=2, manual=True))
         if second.status == "compressed":
             out = [m.message for m in second.messages if m.message.role != "system"]
-            assert not sequence_problems(out)
+            problems = sequence_problems(out)
+            assert not problems, (
+                "expected a valid sequence when compressing the engine's own output: "
+                + "; ".join(problems)
+            )
 
     def test_select_context_is_none_or_valid(self, bound_engine: ContextEngine) -> None:
         messages = [r.message for r in synthetic_session(turns=5)]
@@ -191,4 +277,5 @@ class ContextEngineSuite:
             SelectRequest(session_id="suite", messages=messages, settings=self.settings())
         )
         if chosen is not None:
-            assert not sequence_problems([m for m in chosen if m.role != "system"])
+            problems = sequence_problems([m for m in chosen if m.role != "system"])
+            assert not problems, "expected None or a valid sequence: " + "; ".join(problems)

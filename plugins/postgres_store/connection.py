@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 DSN_ENV = "HERMES_CORE_POSTGRES_DSN"
-INSTALL_HINT = 'pip install "psycopg[binary]>=3.2" "psycopg-pool>=3.2"  (or hermes-core[postgres])'
+INSTALL_HINT = (
+    'pip install "psycopg[binary]>=3.2" "psycopg-pool>=3.2"  (or hermes-session-core[postgres])'
+)
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 
 

@@ -12,6 +12,9 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
+#: the hermes hook-contract versions this plugin is written for (checked when it loads)
+hermes_contract = ">=1,<2"
+
 
 class UserTurnsEngine(ContextEngine):
     """Keeps every user message and the last ``rounds`` assistant rounds with their results."""
@@ -30,9 +33,8 @@ class UserTurnsEngine(ContextEngine):
             if row.message.role == "system":
                 continue
             if index >= keep_from or (row.message.role == "user" and row.message.kind == "message"):
-                kept.append(
-                    NewMessage(message=row.message, origin_id=row.id, token_count=row.token_count)
-                )
+                # carried forward unchanged: origin, annotations, api_content and turn id
+                kept.append(NewMessage.carried_from(row))
         # an assistant round kept from keep_from starts after a cut: never begin with a tool result
         while kept and kept[0].message.role == "tool":
             kept.pop(0)

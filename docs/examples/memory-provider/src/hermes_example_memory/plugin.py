@@ -22,6 +22,9 @@ from .provider import KeywordMemoryProvider
 
 EXTENSION_NAME = "example_memory"
 
+#: the hermes hook-contract versions this plugin is written for (checked when it loads)
+hermes_contract = ">=1,<2"
+
 
 @hookimpl
 def register_memory_providers(register: Callable[[MemoryProvider], None], settings: Any) -> None:
