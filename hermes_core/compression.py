@@ -234,6 +234,7 @@ def run_compression(
         turn.lease = child_lease
         s._switch_to(store.get_session(commit.child_session_id))
     s._compaction_since = True
+    s._usage_offset = 0  # the last reported usage measured the old view
     changed = s.adopt_prompt(prompt)
     new_id = s.id
     hermes.pm.hook.on_session_switch(

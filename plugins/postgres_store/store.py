@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
+    END_ONCE_SQL,
     check_blob_kind,
     check_continuation,
     check_count,
@@ -275,9 +276,13 @@ class PostgresSessionStore(SessionStore):
         with self._tx() as conn:
             row = conn.execute(
                 f"UPDATE sessions SET end_reason = %s, ended_at = {NOW}, updated_at = {NOW} "
-                f"WHERE id = %s RETURNING {SESSION_COLUMNS}",
+                f"WHERE id = %s AND {END_ONCE_SQL} RETURNING {SESSION_COLUMNS}",
                 (reason, session_id),
             ).fetchone()
+            if row is None:  # ended before (the first end wins), or no such session
+                row = conn.execute(
+                    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
+                ).fetchone()
         if row is None:
             raise NotFoundError(f"session {session_id!r} not found")
         return session_from_row(row)
@@ -317,7 +322,7 @@ class PostgresSessionStore(SessionStore):
     ) -> list[StoredMessage]:
         batch = coerce_messages(messages, "messages")
         with self._tx() as conn:
-            next_position, _ = lock_session(conn, session_id)
+            next_position, _ = lock_session(conn, session_id, "append messages to")
             leases.fence(conn, session_id, lease)
             if not batch:
                 return []

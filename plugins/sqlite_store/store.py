@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.storekit import (
+    END_ONCE_SQL,
     check_continuation,
     check_count,
     check_tool_pairing,
@@ -308,8 +309,9 @@ class SqliteSessionStore(SessionStore):
         def body(conn: sqlite3.Connection) -> SessionRecord:
             self._session(conn, session_id)
             now = time.time()
-            conn.execute(
-                "UPDATE sessions SET end_reason = ?, ended_at = ?, updated_at = ? WHERE id = ?",
+            conn.execute(  # the first end wins (storekit.END_ONCE_SQL)
+                "UPDATE sessions SET end_reason = ?, ended_at = ?, updated_at = ? "
+                f"WHERE id = ? AND {END_ONCE_SQL}",
                 (reason, now, now, session_id),
             )
             return self._session(conn, session_id)
@@ -428,6 +430,7 @@ class SqliteSessionStore(SessionStore):
             if not reserved:
                 raise NotFoundError(f"session {session_id!r} not found")
             position = int(reserved[0][0]) - len(batch)
+            leases.check_open(conn, session_id, "append messages to")
             leases.fence(conn, session_id, lease)
             check_tool_pairing(
                 pairs,
@@ -524,6 +527,7 @@ class SqliteSessionStore(SessionStore):
 
         def body(conn: sqlite3.Connection) -> CompactionCommit:
             parent = self._session(conn, session_id)
+            leases.check_open(conn, session_id, "compact")
             leases.fence(conn, session_id, lease)
             require_blobs(
                 update,
@@ -605,7 +609,7 @@ class SqliteSessionStore(SessionStore):
                 )
                 conn.execute(
                     "UPDATE sessions SET end_reason = 'compression', ended_at = ?, updated_at = ? "
-                    "WHERE id = ?",
+                    f"WHERE id = ? AND {END_ONCE_SQL}",
                     (now, now, session_id),
                 )
                 copies = [NewMessage.carried_from(m) for m in carried]
