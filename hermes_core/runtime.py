@@ -11,9 +11,11 @@ One agent turn, as an integrator drives it with its own model client::
         # ...prepare() again for the next model call of the turn while calls came back
         turn.commit()                         # atomic append under the fencing token
 
-Nothing of a turn is written before ``commit()``: a compression that runs
-mid-turn compresses the stored history only and the turn's draft is sent
-after the new view, then appended at commit.
+Nothing of a turn is written before ``commit()``. A compression due before
+the turn's first model call compresses the stored history (committed turns);
+one due in the middle of a turn (after tool rounds) plans a view over the
+history and the draft that is sent for the rest of the turn but not written:
+the turn is appended whole at commit and the real compression runs then.
 
 Per-turn context (``pre_llm_call`` results and memory recall) goes ONLY into
 the current user message's API content, kept as its ``api_content`` sidecar
@@ -31,6 +33,7 @@ import datetime as dt
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -546,6 +549,11 @@ class Turn:
         self._user_text = ""
         self._ledger_state: tuple[Any, ...] | None = None
         self._request_estimate: int | None = None
+        #: the mid-turn compressed view (not stored): rows, wire dicts, draft messages it covers
+        self._view: list[StoredMessage] | None = None
+        self._view_api: list[dict[str, Any]] = []
+        self._view_upto = 0
+        self._draft_ids = 0
         self._prepared = False
         self._done = False
         self._renewer = _Renewer(self, ttl)
@@ -603,11 +611,8 @@ class Turn:
         # a request prepared before and never answered was not a request of the session
         self._drop_unanswered_request()
         compressed = self._maybe_compress(preflight=True)
-        messages = [self.session.system_message(), *self.session._api, *self._pending_api]
-        messages = self._select(messages)
-        chain = self.session._base.copy()
-        for api, pending in zip(self._pending_api, self.pending, strict=True):
-            chain.extend(segment_hash(api), pending.token_count or 0)
+        apis, chosen, chain = self._draft_parts()
+        messages = self._select([self.session.system_message(), *apis], chosen)
         s = self.session
         self._ledger_state = (
             s._last_chain,
@@ -672,6 +677,26 @@ class Turn:
             extra_body=extra,
         )
 
+    def _draft_parts(self) -> tuple[list[dict[str, Any]], list[Message], RequestChain]:
+        """The next request's messages after the system prompt, and its ledger chain."""
+        s = self.session
+        upto = self._view_upto if self._view is not None else 0
+        if self._view is None:
+            apis = [*s._api]
+            messages = [row.message for row in s._rows]
+            chain = s._base.copy()
+        else:
+            apis = [*self._view_api]
+            messages = [row.message for row in self._view]
+            chain = s._prefix_chain()
+            for api, row in zip(self._view_api, self._view, strict=True):
+                chain.extend(segment_hash(api), row.token_count or 0)
+        for api, pending in zip(self._pending_api[upto:], self.pending[upto:], strict=True):
+            apis.append(api)
+            messages.append(pending.message)
+            chain.extend(segment_hash(api), pending.token_count or 0)
+        return apis, messages, chain
+
     def _inject(self, message: Message) -> Any:
         """Per-turn context for the user message's API content only (None: none)."""
         s = self.session
@@ -693,7 +718,9 @@ class Turn:
             return [*message.content, {"type": "text", "text": extra}]
         return f"{message.content or ''}\n\n{extra}"
 
-    def _select(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _select(
+        self, messages: list[dict[str, Any]], chosen_from: list[Message]
+    ) -> list[dict[str, Any]]:
         """Run ``select_context`` only when something besides the default would answer."""
         from hermes_hookspecs import ContextEngine, SelectRequest
 
@@ -706,8 +733,7 @@ class Turn:
             return messages
         # the messages are validated already (stored rows and this turn's): no re-validation
         system = Message(role="system", content=self.session.prompt.text)
-        rows = [system, *(row.message for row in self.session._rows)]
-        rows += [pending.message for pending in self.pending]
+        rows = [system, *chosen_from]
         request = SelectRequest.model_construct(
             session_id=self.session.id,
             messages=rows,
@@ -878,6 +904,9 @@ class Turn:
                     )
             self.pending = []
             self._pending_api = []
+            if self._view is not None:  # the turn ran on a view: now compress for real
+                self._view = None
+                s._compression_due = True
             if s._compression_due:
                 self._maybe_compress(preflight=False)
             return stored
@@ -927,18 +956,60 @@ class Turn:
     def _maybe_compress(self, *, preflight: bool) -> bool:
         s = self.session
         # the provider's reported count when there is one (the estimate otherwise)
-        total = s.measured_tokens + self._pending_tokens()
+        if self._view is None:
+            total = s.measured_tokens + self._pending_tokens()
+        else:
+            total = max(0, self._draft_parts()[2].total_tokens() + s._usage_offset)
         threshold = self._threshold()
         due = s._compression_due or total >= threshold
-        if not due or not s._rows:
+        # in the middle of a turn (the model answered already) the draft is part of what
+        # outgrew the window, and it is not stored: compress a view, write nothing
+        mid_turn = preflight and any(m.message.role != "user" for m in self.pending)
+        if not due or not (s._rows or mid_turn):
             return False
         engines = self.hermes.registry.names("engines")
         if engines and not self.hermes.engine().should_compress(s.id, total, threshold):
             return False
-        # mid-turn, only the stored history is compressed: the turn's draft is never
-        # written before commit(), and is sent after the new view
+        if mid_turn:
+            return self._compress_draft()
         outcome = self.compress(reason="preflight" if preflight else "post-response")
         return outcome.status == "compressed"
+
+    def _compress_draft(self) -> bool:
+        """Plan the mid-turn view over the history and the draft (nothing is written)."""
+        from .compression import plan_draft_view
+
+        s = self.session
+        upto = self._view_upto if self._view is not None else 0
+        now = time.time()
+        rows = list(self._view if self._view is not None else s._rows)
+        for pending in self.pending[upto:]:
+            rows.append(self._draft_row(pending, now))
+        result = plan_draft_view(self, rows)
+        s._compression_due = False
+        if result is None:
+            return False
+        self._view = [self._draft_row(item, now) for item in result.messages]
+        self._view_api = [row.to_api() for row in self._view]
+        self._view_upto = len(self.pending)
+        s._compaction_since = True
+        return True
+
+    def _draft_row(self, item: NewMessage, now: float) -> StoredMessage:
+        """A message of the turn's draft or view as the engine reads it (a negative id)."""
+        self._draft_ids += 1
+        return StoredMessage(
+            id=-self._draft_ids,
+            session_id=self.session.id,
+            position=0,
+            message=item.message,
+            api_content=item.api_content,
+            token_count=item.token_count,
+            turn_id=item.turn_id,
+            origin_id=item.origin_id,
+            annotations=item.annotations,
+            created_at=now,
+        )
 
     def compress(
         self, *, focus: str | None = None, manual: bool = False, reason: str = "manual"

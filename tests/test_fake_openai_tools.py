@@ -116,9 +116,9 @@ def test_runs_standalone_with_a_port_and_a_script(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     port = _free_port()
+    command = [sys.executable, "-m", "hermes_core.testing.fake_openai", "--port", str(port)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hermes_core.testing.fake_openai", "--port", str(port), "--script"]
-        + [str(script)],
+        [*command, "--script", str(script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

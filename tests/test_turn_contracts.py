@@ -201,23 +201,24 @@ def test_a_turn_compressed_mid_way_then_aborted_stores_nothing_of_itself(tmp_pat
     session = hermes.new_session(cwd=".")
     for i in range(3):
         chat(session, f"step {i}")
+    store = hermes.store()
+    before = [r.model_dump() for r in store.all_messages(session.id)]
     threshold = hermes.threshold(session.model).threshold_tokens
     with session.turn() as turn:
-        turn.prepare("long task")
+        first = turn.prepare("long task")
         turn.record_response(
             {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
             usage(threshold + 100),
         )
         turn.add_tool_result("c1", "output")
-        request = turn.prepare()  # compresses the stored history under the lease
-        assert request.compressed
-        turn_id = turn.id
+        request = turn.prepare()  # compression is due in the middle of the turn
+        assert request.compressed and len(request.messages) < len(first.messages) + 2
+        assert [m["role"] for m in request.messages] == ["system", "user", "assistant", "tool"]
         # the abort: the with block ends without commit()
-    rows = hermes.store().all_messages(session.id)
-    assert not [r for r in rows if r.turn_id == turn_id]
-    assert hermes.store().get_session(session.id).compression_count == 1
+    assert [r.model_dump() for r in store.all_messages(session.id)] == before
+    assert store.get_session(session.id).compression_count == 0
     chat(session, "long task")  # the retry stores the user message once
-    texts = [r.message.text() for r in hermes.store().all_messages(session.id)]
+    texts = [r.message.text() for r in store.all_messages(session.id)]
     assert texts.count("long task") == 1
 
 
@@ -238,6 +239,10 @@ def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(tmp_path: Pat
         turn.record_response({"role": "assistant", "content": "done"})
         stored = turn.commit()
     assert [m.message.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+    store = hermes.store()
+    assert store.get_session(session.id).compression_count == 1  # for real, after the commit
+    originals = [m for m in store.all_messages(session.id) if m.origin_id is None]
+    assert [m.message.role for m in originals].count("user") == 4
 
 
 # -- item 5: an unanswered tool call ---------------------------------------------------
