@@ -904,10 +904,13 @@ class Turn:
                     )
             self.pending = []
             self._pending_api = []
-            if self._view is not None:  # the turn ran on a view: now compress for real
+            if self._view is not None:
+                # the turn ran on a compressed view, so the engine found compression due:
+                # the committed history (that turn included) is compressed now, for real
                 self._view = None
-                s._compression_due = True
-            if s._compression_due:
+                s._compaction_since = True  # the next request leaves the view either way
+                self.compress(reason="post-response")
+            elif s._compression_due:
                 self._maybe_compress(preflight=False)
             return stored
         finally:
