@@ -75,7 +75,12 @@ class SessionStore(ABC):
 
     @abstractmethod
     def end_session(self, session_id: str, reason: str) -> SessionRecord:
-        """Mark the session ended with ``reason``."""
+        """Mark the session ended with ``reason``; the first end wins.
+
+        Ending an ended session changes neither its reason nor its time (a
+        stale process must not erase that a rotation closed the parent) and
+        returns the stored record.
+        """
 
     # -- content-addressed blobs (frozen system prompts, tool schemas) ------
     @abstractmethod
@@ -99,6 +104,10 @@ class SessionStore(ABC):
 
         Validates tool pairing against the session's active view: a tool
         result must answer a call made by an earlier assistant message.
+
+        :raises SessionRotated: the session was ended by a rotation
+            (``end_reason == "compression"``); the error names the session
+            that continues it (:func:`hermes_core.storekit.refuse_if_rotated`).
         """
 
     @abstractmethod
@@ -210,6 +219,9 @@ class SessionStore(ABC):
             one-second poll) when the lease is released.
         A lease that expired, or whose holder process is provably dead on
         this host, is taken over. Every grant gets a larger fencing token.
+
+        :raises SessionRotated: the session was ended by a rotation; its
+            successor takes the turns (as :meth:`append_messages`).
         """
 
     @abstractmethod

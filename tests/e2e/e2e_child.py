@@ -7,6 +7,8 @@ Commands, one per line, each answered with one line on stdout:
 * ``turn TEXT``: run ``agent_turn`` once; answers ``<session id>\\t<reply text>``;
 * ``hold TEXT``: run ``agent_turn`` whose tools never return (answers ``holding``
   once the turn's lease is held and the model asked for tools);
+* ``pause TEXT``: like ``hold``, but the tools return after half a second; then
+  answers with the name of the exception the turn ended with (or ``committed``);
 * ``quit``.
 """
 
@@ -44,6 +46,20 @@ def main() -> None:
 
             loop["run_tool"] = never  # agent_turn's globals are this namespace
             loop["agent_turn"](session, arg)
+        elif command == "pause":
+            assert session is not None
+
+            def slow(call: object) -> str:
+                print("holding", flush=True)
+                time.sleep(0.5)
+                return "late"
+
+            loop["run_tool"] = slow
+            try:
+                loop["agent_turn"](session, arg)
+                print("committed", flush=True)
+            except Exception as exc:
+                print(type(exc).__name__, flush=True)
         elif command == "quit":
             break
     hermes.close()

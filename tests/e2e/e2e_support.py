@@ -88,8 +88,8 @@ def write_config(tmp: Path, data: dict[str, Any]) -> Path:
     return path
 
 
-def host(data: dict[str, Any]) -> Hermes:
-    return Hermes(settings_from(data), load_entrypoints=True)
+def host(data: dict[str, Any], *plugins: object) -> Hermes:
+    return Hermes(settings_from(data), load_entrypoints=True, plugins=plugins)
 
 
 def agent_rules() -> Rules:

@@ -40,7 +40,7 @@ from e2e_support import (
 from openai import OpenAI
 
 from hermes_core.runtime import UNANSWERED_RESULT
-from hermes_hookspecs import ValidationError
+from hermes_hookspecs import ValidationError, hookimpl
 
 TURNS = 62
 FAKE_COMMAND = [sys.executable, "-m", "hermes_core.testing.fake_openai"]
@@ -287,6 +287,65 @@ def test_a_killed_lease_holder_is_taken_over(tmp_path: Path) -> None:
         assert reply
         rows = store.all_messages(session.id)
         assert len(rows) == before + 2  # the killed turn left nothing, ours is whole
+        hermes.close()
+
+
+def test_a_holder_that_lost_its_lease_is_told_and_its_writes_are_rejected(tmp_path: Path) -> None:
+    data = settings_data(tmp_path, session={"lease_ttl": 1.5})
+    config = write_config(tmp_path, data)
+    with fake_server() as fake:
+        hermes = host(data)
+        loop = docs_loop(OpenAI(base_url=fake.base_url, api_key="test-key"))
+        session = hermes.new_session(cwd=".", tools=loop["TOOLS"])
+        loop["agent_turn"](session, user_text(1))
+        store = hermes.store()
+        before = len(store.all_messages(session.id))
+        child = start_child(config, fake)
+        try:
+            ask(child, f"open {session.id}")
+            assert ask(child, f"pause {user_text(3)}") == "holding"
+            os.kill(child.pid, signal.SIGSTOP)  # frozen: it cannot renew its lease
+            loop["agent_turn"](session, user_text(2))  # waits for the expiry, takes over
+            os.kill(child.pid, signal.SIGCONT)
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "LeaseLost"
+        finally:
+            finish(child, kill=True)
+        assert len(store.all_messages(session.id)) == before + 2  # only our turn
+        hermes.close()
+
+
+class Injector:
+    """A ``pre_llm_call`` plugin whose context differs on every call."""
+
+    calls = 0
+
+    @hookimpl
+    def pre_llm_call(self, user_message: Any) -> str:
+        Injector.calls += 1
+        return f"On call today: engineer number {Injector.calls}."
+
+
+def test_per_turn_context_goes_into_the_user_message_only_and_is_resent_as_is(
+    tmp_path: Path,
+) -> None:
+    data = settings_data(tmp_path)
+    with fake_server() as fake:
+        hermes = host(data, Injector())
+        loop = docs_loop(OpenAI(base_url=fake.base_url, api_key="test-key"))
+        session = hermes.new_session(cwd=".", tools=loop["TOOLS"])
+        for i in range(6):
+            loop["agent_turn"](session, user_text(i))
+        bodies = chat_bodies(fake)
+        systems = {json.dumps(body["messages"][0]) for body in bodies}
+        assert len(systems) == 1  # the prompt never carries it
+        sent: dict[str, str] = {}
+        for body in bodies:
+            for message in body["messages"]:
+                if message["role"] == "user":
+                    first = sent.setdefault(message["content"].split("\n\n")[0], message["content"])
+                    assert message["content"] == first  # resent byte for byte
+        assert all("On call today: engineer number" in text for text in sent.values())
         hermes.close()
 
 
