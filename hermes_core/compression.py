@@ -289,7 +289,7 @@ def plan_draft_view(turn: Turn, rows: list[StoredMessage]) -> CompressionResult 
         system_prompt=s.prompt.text,
         tools=s.prompt.tools,
     )
-    result = hermes.pm.hook.compress(request=request)
+    result: CompressionResult | None = hermes.pm.hook.compress(request=request)
     if result is None or result.status != "compressed":
         log.info(
             "session %s: mid-turn view not compressed (%s)",

@@ -51,10 +51,10 @@ def load_script(server: FakeOpenAIServer, script: dict[str, Any]) -> None:
         default = _BEHAVIOUR.validate_python(spec["default"]) if "default" in spec else None
         rules = [Rule.model_validate(rule) for rule in spec.get("rules", [])]
         if rules:
-            server.set_default(endpoint, Rules(rules, default))  # type: ignore[arg-type]
+            server.set_default(endpoint, Rules(rules, default))
         elif default is not None:
-            server.set_default(endpoint, default)  # type: ignore[arg-type]
-        server.script(endpoint, *(_BEHAVIOUR.validate_python(b) for b in spec.get("queue", [])))  # type: ignore[arg-type]
+            server.set_default(endpoint, default)
+        server.script(endpoint, *(_BEHAVIOUR.validate_python(b) for b in spec.get("queue", [])))
 
 
 def main(argv: list[str] | None = None) -> int:

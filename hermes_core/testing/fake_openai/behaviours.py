@@ -185,7 +185,7 @@ class Rules:
 
     def when(
         self,
-        reply: Behaviour,
+        reply: Reply | ErrorReply | Malformed | Drop | Failed,
         *,
         last_role: str | None = None,
         last_contains: str | None = None,

@@ -51,7 +51,7 @@ class ChatCompletions(_Wire):
             "refusal": b.refusal,
             "annotations": [],
         }
-        finish = b.finish_reason
+        finish: str = b.finish_reason
         if b.tool_calls:
             message["tool_calls"] = self._chat_tool_calls(b)
             finish = "tool_calls"
