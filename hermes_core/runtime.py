@@ -222,20 +222,12 @@ class Session:
     def resume(cls, hermes: Hermes, session_id: str) -> Session:
         """Reopen a stored session with its frozen prompt bytes (never rebuilt here)."""
         store = hermes.store()
-        record = store.get_session(session_id)
+        record = cls._live(hermes, store.get_session(session_id))
         if record.system_prompt_hash is None or record.tools_hash is None:
             prompt = cls._build(hermes, record)
             record = cls._freeze(hermes, record, prompt)
         else:
-            text = store.get_blob(record.system_prompt_hash)
-            tools_json = store.get_blob(record.tools_hash)
-            prompt = FrozenPrompt(
-                text=text,
-                prompt_hash=record.system_prompt_hash,
-                tools=json.loads(tools_json),
-                tools_json=tools_json,
-                tools_hash=record.tools_hash,
-            )
+            prompt = cls._frozen(hermes, record)
             cls._init_memory(hermes, record)
         session = cls(hermes, record, prompt)
         hermes.pm.hook.on_session_start(session=record, resumed=True)
@@ -243,6 +235,35 @@ class Session:
         if memory is not None:
             memory.on_session_switch(record.id, record.id, "resume")
         return session
+
+    @staticmethod
+    def _frozen(hermes: Hermes, record: SessionRecord) -> FrozenPrompt:
+        """The session's frozen prompt and tools, read back from their blobs."""
+        store = hermes.store()
+        assert record.system_prompt_hash is not None and record.tools_hash is not None
+        tools_json = store.get_blob(record.tools_hash)
+        return FrozenPrompt(
+            text=store.get_blob(record.system_prompt_hash),
+            prompt_hash=record.system_prompt_hash,
+            tools=json.loads(tools_json),
+            tools_json=tools_json,
+            tools_hash=record.tools_hash,
+        )
+
+    @staticmethod
+    def _live(hermes: Hermes, record: SessionRecord) -> SessionRecord:
+        """``record``, or the session a chain of rotations continued it in."""
+        store = hermes.store()
+        for _ in range(MAX_ROTATION_HOPS):
+            successor = store.continued_as(record.id)
+            if successor is None:
+                return record
+            log.info("session %s was rotated into %s; continuing there", record.id, successor)
+            record = store.get_session(successor)
+        raise SessionRotated(
+            f"session {record.id!r}: more than {MAX_ROTATION_HOPS} rotations to follow",
+            session_id=record.id,
+        )
 
     @staticmethod
     def _init_memory(hermes: Hermes, record: SessionRecord) -> None:
@@ -371,6 +392,14 @@ class Session:
         with self._lock:
             store = self.hermes.store()
             record = store.get_session(self.record.id)
+            if record.end_reason is not None:
+                live = self._live(self.hermes, record)
+                if live.id != record.id:  # another process rotated it: a stale handle follows
+                    record, force = live, True
+                    if live.system_prompt_hash is not None and live.tools_hash is not None:
+                        self.prompt = self._frozen(self.hermes, live)
+                    self._init_memory(self.hermes, live)
+                    self._usage_offset = 0
             version = (record.updated_at, record.compression_count)
             if not force and version == self._version:
                 return
@@ -454,16 +483,16 @@ class Session:
         ttl = settings.lease_ttl if ttl is None else ttl
         wait = settings.lease_wait if wait is None else wait
         store = self.hermes.store()
+        self.reload()  # a handle another process rotated away follows the chain here
         for _ in range(MAX_ROTATION_HOPS):
             try:
                 lease = store.acquire_lease(self.id, LeaseHolder(name=holder), ttl, timeout=wait)
                 break
             except SessionRotated as exc:
-                # another process rotated this session: continue in the live one
+                # rotated while we waited for the lease: continue in the live session
                 if exc.successor_id is None:
                     raise
-                log.info("session %s was rotated into %s", self.id, exc.successor_id)
-                self._switch_to(store.get_session(exc.successor_id))
+                self.reload(force=True)
         else:
             raise SessionRotated(
                 f"session {self.id!r}: more than {MAX_ROTATION_HOPS} rotations to follow",

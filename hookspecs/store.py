@@ -67,6 +67,26 @@ class SessionStore(ABC):
     def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionRecord]:
         """Most recently updated first."""
 
+    def continued_as(self, session_id: str) -> str | None:
+        """The session that continues ``session_id`` after a rotation, or None.
+
+        That is its newest child when the session was ended by a rotation
+        (``end_reason == "compression"``); None for any other session. The
+        default walks :meth:`list_sessions`; a store answers with one query.
+        """
+        if self.get_session(session_id).end_reason != "compression":
+            return None
+        best: SessionRecord | None = None
+        offset = 0
+        while page := self.list_sessions(limit=500, offset=offset):
+            for record in page:
+                if record.parent_id == session_id and (
+                    best is None or (record.created_at, record.id) > (best.created_at, best.id)
+                ):
+                    best = record
+            offset += len(page)
+        return best.id if best is not None else None
+
     @abstractmethod
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
         """Update ``title``, ``goal``, ``routing``, ``model``, ``provider``,

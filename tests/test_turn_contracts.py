@@ -287,6 +287,15 @@ def test_a_stale_handle_follows_a_rotation_to_the_live_session(tmp_path: Path) -
         turn.commit()
     assert len(a.store().all_messages(parent)) == parent_rows
     assert a.store().active_messages(child)[-1].message.text() == "ok"
+    # on reload too, with the live session's own frozen prompt
+    stale = b.open_session(child)
+    chat(session_a, "A goes on")
+    session_a.compress()
+    assert session_a.id != child
+    stale.reload()
+    assert stale.id == session_a.id
+    assert stale.prompt.prompt_hash == a.store().get_session(session_a.id).system_prompt_hash
+    assert b.open_session(parent).id == session_a.id  # opening an old id finds the live one
 
 
 # -- item 7: a window the output reservation fills -------------------------------------

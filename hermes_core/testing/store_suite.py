@@ -794,6 +794,8 @@ class SessionStoreSuite:
         assert snapshot(store, parent) == before
         assert store.end_session(parent, "user").end_reason == "compression"
         store.append_messages(child, [user("the live session takes it")])
+        assert store.continued_as(parent) == child
+        assert store.continued_as(child) is None
 
     # =========================================================================
     # search

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
     END_ONCE_SQL,
+    ROTATION_END_REASON,
+    SUCCESSOR_SQL,
     check_blob_kind,
     check_continuation,
     check_count,
@@ -244,6 +246,14 @@ class PostgresSessionStore(SessionStore):
                 (limit, offset),
             ).fetchall()
         return [session_from_row(row) for row in rows]
+
+    def continued_as(self, session_id: str) -> str | None:
+        record = self.get_session(session_id)
+        if record.end_reason != ROTATION_END_REASON:
+            return None
+        with self._conn() as conn:
+            child = conn.execute(SUCCESSOR_SQL.format(p="%s"), (session_id,)).fetchone()
+        return str(child[0]) if child else None
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
         from psycopg import sql

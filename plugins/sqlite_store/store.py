@@ -13,6 +13,8 @@ from typing import Any
 
 from hermes_core.storekit import (
     END_ONCE_SQL,
+    ROTATION_END_REASON,
+    SUCCESSOR_SQL,
     check_continuation,
     check_count,
     check_tool_pairing,
@@ -260,6 +262,14 @@ class SqliteSessionStore(SessionStore):
                 (limit, offset),
             ).fetchall()
         return [session_from_row(row) for row in rows]
+
+    def continued_as(self, session_id: str) -> str | None:
+        with self._db.read() as conn:
+            record = self._session(conn, session_id)
+            if record.end_reason != ROTATION_END_REASON:
+                return None
+            child = conn.execute(SUCCESSOR_SQL.format(p="?"), (session_id,)).fetchone()
+        return str(child[0]) if child else None
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
         allowed = (*_STR_FIELDS, "routing", *_HASH_FIELDS)
