@@ -1107,6 +1107,9 @@ class AsyncTurn:
     async def add_tool_result(self, tool_call_id: str, content: Any) -> None:
         await asyncio.to_thread(self.turn.add_tool_result, tool_call_id, content)
 
+    async def run_framework_tools(self) -> list[ToolCall]:
+        return await asyncio.to_thread(self.turn.run_framework_tools)
+
     async def commit(self) -> list[StoredMessage]:
         return await asyncio.to_thread(self.turn.commit)
 

@@ -168,3 +168,15 @@ def test_standalone_reports_a_request_the_sdk_would_not_send(tmp_path: Path) -> 
         proc.terminate()
         _, err = proc.communicate(timeout=10)
     assert proc.returncode == 1 and "bogus" in err
+
+
+def test_chars_per_token_scales_the_reported_usage() -> None:
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "x" * 400}]}
+    reported = []
+    for ratio in (4.0, 1.0):
+        with FakeOpenAIServer(chars_per_token=ratio) as fake:
+            client = OpenAI(base_url=fake.base_url, api_key="k")
+            done = client.chat.completions.create(**body)  # type: ignore[call-overload]
+            assert done.usage is not None
+            reported.append(done.usage.prompt_tokens)
+    assert reported[1] == 4 * reported[0]

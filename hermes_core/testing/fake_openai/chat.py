@@ -16,20 +16,26 @@ class ChatCompletions(_Wire):
 
     # ---- /v1/chat/completions
 
-    def _usage_chat(
-        self, body: dict[str, Any], text: str, b: Reply | None = None
-    ) -> dict[str, int]:
-        ratio = self.chars_per_token
-        prompt = max(1, int(len(json.dumps(body.get("messages", ""))) / ratio))
-        completion = max(1, int(len(text) / ratio)) if text else 0
-        usage = {
+    @staticmethod
+    def _usage_chat(body: dict[str, Any], text: str) -> dict[str, int]:
+        prompt = max(1, len(json.dumps(body.get("messages", ""))) // 4)
+        completion = max(1, len(text) // 4) if text else 0
+        return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         }
-        if b is not None and b.usage:
+
+    def _reported_chat_usage(self, body: dict[str, Any], text: str, b: Reply) -> dict[str, Any]:
+        """:meth:`_usage_chat` (a subclass may override it), scaled and overridden by ``b``."""
+        usage: dict[str, Any] = dict(self._usage_chat(body, text))
+        ratio = self.chars_per_token
+        if ratio != 4.0:
+            usage["prompt_tokens"] = max(1, int(len(json.dumps(body.get("messages", ""))) / ratio))
+            usage["completion_tokens"] = max(1, int(len(text) / ratio)) if text else 0
+        if b.usage:
             usage.update(b.usage)
-            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         return usage
 
     @staticmethod
@@ -63,7 +69,7 @@ class ChatCompletions(_Wire):
             "choices": [
                 {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
             ],
-            "usage": self._usage_chat(body, text, b),
+            "usage": self._reported_chat_usage(body, text, b),
             "system_fingerprint": "fp_fake",
         }
         self._send_json(h, "chat.completions", payload, self._validators.chat_completion)
@@ -125,7 +131,7 @@ class ChatCompletions(_Wire):
                     "model": model,
                     "system_fingerprint": "fp_fake",
                     "choices": [],
-                    "usage": self._usage_chat(body, text, b),
+                    "usage": self._reported_chat_usage(body, text, b),
                 }
             )
         self._start_stream(h)

@@ -17,10 +17,10 @@ class ResponsesAPI(_Wire):
 
     # ---- /v1/responses
 
+    @staticmethod
     def _usage_responses(
-        self, body: dict[str, Any], text: str, b: Reply | Failed | None = None
+        body: dict[str, Any], text: str, b: Reply | Failed | None = None, ratio: float = 4.0
     ) -> dict[str, Any]:
-        ratio = self.chars_per_token
         prompt = max(1, int(len(json.dumps(body.get("input", ""))) / ratio))
         out = max(1, int(len(text) / ratio)) if text else 0
         if isinstance(b, Reply) and b.usage:
@@ -103,7 +103,7 @@ class ResponsesAPI(_Wire):
         else:
             resp = self._response_envelope(body, rid, "completed")
         resp["output"] = items
-        resp["usage"] = self._usage_responses(body, text, b)
+        resp["usage"] = self._usage_responses(body, text, b, self.chars_per_token)
         return resp
 
     def _send_response(self, h: _Handler, body: dict[str, Any], b: Reply | Failed) -> None:
