@@ -179,4 +179,4 @@ def test_chars_per_token_scales_the_reported_usage() -> None:
             done = client.chat.completions.create(**body)  # type: ignore[call-overload]
             assert done.usage is not None
             reported.append(done.usage.prompt_tokens)
-    assert reported[1] == 4 * reported[0]
+    assert abs(reported[1] - 4 * reported[0]) <= 4  # the same characters, a quarter the ratio
