@@ -10,6 +10,7 @@ Single parts still run on their own:
 ``python -m benchmarks.store_postgres``        the same on PostgreSQL (needs a server)
 ``python -m benchmarks.compression``           the compressor engineer's own comparison
 ``python -m benchmarks.tokens``                token counting throughput
+``python -m benchmarks.recall``                recall after compaction, three systems
 ``python -m benchmarks.torture``               the torture suite (not a benchmark)
 =============================================  ========================================
 """

@@ -18,6 +18,9 @@ runtime         turn-runtime overhead at 100 / 1,000 / 10,000 messages, growth r
 tokens          exact token counting throughput vs plain tiktoken (:mod:`benchmarks.tokens`)
 postgres        the store numbers on PostgreSQL side by side (:mod:`benchmarks.store_postgres`,
                 child process; skipped with the reason when no server answers)
+recall          closed-book and one-search recall after compaction on the probed sessions at
+                128K / 64K / 32K, with kept text size, vs hermes-agent and keep-user-turns
+                (:mod:`benchmarks.recall`)
 ==============  =========================================================================
 
 Hosted LLMs are never called; the only network use is building the reference
@@ -53,7 +56,7 @@ from .theirs_env import HERMES_AGENT_SPEC, ensure_theirs_venv
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-PARTS = ("compress", "identifiers", "store", "runtime", "tokens", "postgres")
+PARTS = ("compress", "identifiers", "store", "runtime", "tokens", "postgres", "recall")
 GROWTH = Target(on="ours", op="<", value=1.5, text="< 1.5", source="issue 4 / issue 10")
 HANDOVER = Target(on="ours", op="<", value=50.0, text="p50 < 50 ms", source="issue 9 / issue 10")
 
@@ -90,6 +93,8 @@ class Options(BaseModel):
     runtime_repeat: int = 60
     runtime_runs: int = 3
     token_repeat: int = 5
+    recall_windows: list[int] = Field(default_factory=lambda: [128_000, 64_000, 32_000])
+    recall_sessions: int = Field(default=3, description="the first N probed sessions")
     json_path: Path = RESULTS / "compare.json"
 
     @classmethod
@@ -111,6 +116,8 @@ class Options(BaseModel):
             runtime_repeat=15,
             runtime_runs=1,
             token_repeat=1,
+            recall_windows=[128_000],
+            recall_sessions=1,
             **extra,
         )
 
@@ -325,6 +332,7 @@ def tokens_section(opts: Options) -> Section:
 # -- driver -----------------------------------------------------------------------------------
 def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
     from . import compare_compression, compare_store
+    from . import recall as recall_part
 
     facts = machine()
     log(f"machine: {facts['nproc']} cpus, python {facts['python']}, load {facts['loadavg']}")
@@ -354,6 +362,11 @@ def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
         "runtime": lambda: [runtime_section(opts)],
         "tokens": lambda: [tokens_section(opts)],
         "postgres": lambda: [postgres_section(opts)],
+        "recall": lambda: [
+            recall_part.run_section(
+                recall_part.SESSIONS[: opts.recall_sessions], opts.recall_windows, log=log
+            )
+        ],
     }
     sections: list[Section] = []
     for name in opts.parts:
@@ -394,6 +407,7 @@ def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
         "failed": failed,
         "table": render(sections),
         "notes": notes(sections),
+        "matrices": {s.name: s.detail["matrix"] for s in sections if "matrix" in s.detail},
     }
 
 
@@ -462,6 +476,10 @@ def main(argv: list[str] | None = None) -> int:
     print("notes:")
     print(result["notes"])
     print()
+    for name, table in result["matrices"].items():
+        print(f"{name}, every system:")
+        print(table)
+        print()
     verdicts = [s["verdict"] for s in result["summary"].values()]
     print(
         f"targets: {verdicts.count('pass')} pass, {verdicts.count('FAIL')} FAIL"

@@ -221,8 +221,9 @@ def _fuzz(target: str) -> Callable[[Counts, Path], ScenarioResult]:
         started = time.monotonic()
         tally = fn(counts.fuzz_examples)
         checked = {
-            "importers": "mutated real transcripts x 5 importers: only ImportFormatError, "
-            "loaded conversations are valid sequences",
+            "importers": "mutated real transcripts (7 formats) x 7 importers and detection, deep "
+            "JSON, a 1 GiB gzip bomb: only ImportFormatError (limits named), loaded "
+            "conversations are valid sequences",
             "runtime": "random prepare/record_response/add_tool_result then commit/abort: only "
             "hermes ValidationError, rows grow by the turn or not at all",
             "store": "append_messages with malformed batches: only hermes ValidationError, whole "
@@ -233,7 +234,10 @@ def _fuzz(target: str) -> Callable[[Counts, Path], ScenarioResult]:
             trials=tally.examples,
             failures=tally.failures,
             checked=checked,
-            detail={"elapsed_s": round(time.monotonic() - started, 1)},
+            detail={
+                "elapsed_s": round(time.monotonic() - started, 1),
+                **(torture_fuzz.CAPS_FIGURES if target == "importers" else {}),
+            },
         )
 
     return scenario

@@ -6,10 +6,13 @@ kind) from the runtime and the store. Anything else is a crash and counted as a
 failure, with the input that caused it. Writes must be all or nothing.
 
 * **importers**: first, fixed cases (every top-level field of each format's
-  first record given a value of each other JSON type); then real records of
-  each bundled transcript, mutated (keys deleted, values replaced by random
-  JSON, lines cut, garbage lines, gzip streams cut, raw bytes), written to a
-  file, sniffed and loaded by every importer.
+  first record given a value of each other JSON type; JSON nested 100,000
+  deep, as a JSONL line and as a document; a gzip bomb of 1 GiB in ~1 MB,
+  whose peak traced memory is recorded); then real records of each bundled
+  transcript, mutated (keys deleted, values replaced by random JSON, lines
+  cut, garbage lines, gzip streams cut, raw bytes; for the markdown of aider,
+  lines deleted, repeated, swapped or given another line's prefix), written
+  to a file, detected, sniffed and loaded by every importer.
   A conversation that loads must be a valid sequence
   (:func:`hermes_plugin_importers.check_sequence`).
 * **runtime**: random sequences of ``Turn.prepare`` / ``record_response`` /
@@ -34,6 +37,7 @@ import json
 import tempfile
 import time
 import traceback
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -115,6 +119,9 @@ def _samples() -> dict[str, tuple[str, list[str]]]:
         name = path.name.removesuffix(".gz")
         if name.endswith(".jsonl"):
             out[name] = ("jsonl", [line for line in text.splitlines()[:200] if line.strip()])
+        elif name.endswith(".md"):
+            start = text.find("# aider chat started at")
+            out[name] = ("text", text[max(start, 0) :].splitlines()[:400])
         else:
             out[name] = ("json", [text])
     return out
@@ -155,12 +162,32 @@ def _malformed_file(
     how = data.draw(
         st.sampled_from(["structure", "structure", "structure", "bytes", "gzip-cut", "garbage"])
     )
-    if kind == "jsonl":
+    if kind in ("jsonl", "text"):
         start = data.draw(st.integers(0, max(0, len(records) - 1)))
-        chosen = records[start : start + data.draw(st.integers(1, 40))]
+        chosen = records[start : start + data.draw(st.integers(1, 40 if kind == "jsonl" else 120))]
     else:
         chosen = records
-    if how == "structure":
+    if how == "structure" and kind == "text":
+        lines = list(chosen)
+        for _ in range(data.draw(st.integers(1, 6))):
+            if not lines:
+                break
+            index = data.draw(st.integers(0, len(lines) - 1))
+            action = data.draw(st.sampled_from(["delete", "repeat", "swap", "prefix", "fence"]))
+            if action == "delete":
+                del lines[index]
+            elif action == "repeat":
+                lines.insert(index, lines[index])
+            elif action == "swap":
+                other = data.draw(st.integers(0, len(lines) - 1))
+                lines[index], lines[other] = lines[other], lines[index]
+            elif action == "prefix":
+                prefix = data.draw(st.sampled_from(["#### ", "> ", "", "# aider chat started at "]))
+                lines[index] = prefix + lines[index].lstrip("#> ")
+            else:
+                lines.insert(index, data.draw(st.sampled_from(["```", "````python", "~~~"])))
+        text = "\n".join(lines)
+    elif how == "structure":
         lines = []
         for line in chosen:
             record = json.loads(line)
@@ -186,6 +213,7 @@ def _malformed_file(
 
 
 def fuzz_importers(examples: int) -> Tally:
+    from hermes_core.detection import detect_importer
     from hermes_hookspecs import ImportFormatError
     from hermes_plugin_importers import builtin_importers, check_sequence
 
@@ -197,6 +225,13 @@ def fuzz_importers(examples: int) -> Tally:
 
         def check(path: Path, name: str) -> None:
             head = path.read_bytes()[:65536]
+            tally.examples += 1
+            try:
+                detect_importer(path, importers)
+            except ImportFormatError:
+                pass
+            except Exception as exc:
+                tally.crash("detection: ", exc, (name, head[:200]))
             for importer in importers:
                 tally.examples += 1
                 try:
@@ -216,7 +251,9 @@ def fuzz_importers(examples: int) -> Tally:
 
         # fixed cases first, the same every run: each top-level field of each format's
         # first record replaced by a value of every other JSON type
-        for name, (_, records) in sorted(samples.items()):
+        for name, (kind, records) in sorted(samples.items()):
+            if kind == "text":
+                continue
             first = json.loads(records[0])
             if not isinstance(first, dict):
                 continue
@@ -228,6 +265,8 @@ def fuzz_importers(examples: int) -> Tally:
                     path.write_text(json.dumps({**first, key: value}), encoding="utf-8")
                     check(path, name)
 
+        _caps(folder, importers, tally)
+
         def prop(data: st.DataObject) -> None:
             name = data.draw(st.sampled_from(sorted(samples)))
             kind, records = samples[name]
@@ -235,6 +274,71 @@ def fuzz_importers(examples: int) -> Tally:
 
         _run(prop, st.data(), examples)
     return tally
+
+
+#: what the caps cases measured in the last run (read by the torture report)
+CAPS_FIGURES: dict[str, Any] = {}
+
+
+def _caps(folder: Path, importers: list[Any], tally: Tally) -> None:
+    """Deep JSON and a gzip bomb: each importer refuses, naming the limit, in bounded memory."""
+    import tracemalloc
+
+    from hermes_hookspecs import ImportFormatError
+
+    depth = 100_000
+    deep = {
+        "deep-array.jsonl": "[" * depth + "]" * depth + "\n",
+        "deep-object.json": '{"messages": ' + '{"a":' * depth + "1" + "}" * depth + "}",
+    }
+    bomb = folder / "bomb.jsonl.gz"
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with bomb.open("wb") as handle:
+        handle.write(packer.compress(b'{"type": "user", "uuid": "u1", "message": {}}\n'))
+        block = b"\n" * (1 << 20)
+        for _ in range(1024):  # 1 GiB decompressed
+            handle.write(packer.compress(block))
+        handle.write(packer.flush())
+    CAPS_FIGURES["bomb_compressed_bytes"] = bomb.stat().st_size
+    peaks: dict[str, int] = {}
+    for importer in importers:
+        for name, text in deep.items():
+            path = folder / name
+            path.write_text(text, encoding="utf-8")
+            tally.examples += 1
+            try:
+                importer.load(path)
+                if importer.name != "aider-chat":
+                    tally.fail(f"{importer.name}: loaded JSON nested {depth} deep", name)
+            except ImportFormatError as exc:
+                if importer.name != "aider-chat" and "max_depth" not in str(exc):
+                    tally.fail(
+                        f"{importer.name}: deep JSON refused without naming max_depth", str(exc)
+                    )
+            except Exception as exc:
+                tally.crash(f"{importer.name}: ", exc, name)
+        tally.examples += 1
+        started = time.monotonic()
+        tracemalloc.start()
+        try:
+            importer.load(bomb)
+            tally.fail(f"{importer.name}: loaded a 1 GiB gzip bomb", "bomb")
+        except ImportFormatError as exc:
+            if "max_bytes" not in str(exc):
+                tally.fail(f"{importer.name}: gzip bomb refused without naming max_bytes", str(exc))
+        except Exception as exc:
+            tally.crash(f"{importer.name}: ", exc, "bomb")
+        finally:
+            peaks[importer.name] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        CAPS_FIGURES.setdefault("bomb_seconds", {})[importer.name] = round(
+            time.monotonic() - started, 2
+        )
+    CAPS_FIGURES["bomb_peak_traced_mib"] = {k: round(v / 2**20, 1) for k, v in peaks.items()}
+    limit = 2 * (256 << 20)
+    for name, peak in peaks.items():
+        if peak > limit:
+            tally.fail(f"{name}: gzip bomb peaked at {peak >> 20} MiB traced memory", "bomb")
 
 
 # -- runtime ------------------------------------------------------------------------------------

@@ -141,7 +141,9 @@ class CompressionConfig(_Section):
     lean_tail_min_tokens: int = Field(default=10_000, gt=0, description="Lean tail band low.")
     lean_tail_max_tokens: int = Field(default=25_000, gt=0, description="Lean tail band high.")
     identifier_budget_tokens: int = Field(default=2_000, ge=0, description="Identifier index.")
-    user_quote_budget_tokens: int = Field(default=1_500, ge=0, description="Verbatim user quotes.")
+    user_quote_budget_tokens: int = Field(
+        default=0, ge=0, description="Lean-tail user quotes (0: the handoff quotes requests)."
+    )
     cooldown_seconds: float = Field(default=60.0, ge=0, description="First failure cooldown.")
     max_cooldown_seconds: float = Field(default=3_600.0, ge=0, description="Cooldown cap.")
     breaker_after: int = Field(default=3, ge=1, description="Ineffective runs before the breaker.")

@@ -77,6 +77,7 @@ def cli_section() -> str:
 
     from .cli import cli
     from .cli import commands as _  # noqa: F401
+    from .cli import mcp as _mcp  # noqa: F401
 
     runner = CliRunner()
     out: list[str] = []

@@ -14,29 +14,54 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, Message
+from hermes_hookspecs import (
+    SUMMARY_BEGIN,
+    ImportedConversation,
+    Importer,
+    ImportFormatError,
+    Message,
+)
 
+from .detection import detect_importer
 from .host import Hermes
 from .identifiers import extract_all, flatten
+from .recall import MESSAGE_SEPARATOR, Probe, closed_book
+from .recall import message_text as recall_message_text
+from .search import search_with_context
+from .tools import session_lineage
+
+#: hits one search returns in the one-search recall rule
+ONE_SEARCH_LIMIT = 5
 
 SEARCH_SAMPLE = 200
 
 
-class Probe(BaseModel):
-    """A recall probe: a question and the strings that answer it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    question: str
-    answers: list[str] = Field(min_length=1)
-
-
 class ProbeResult(BaseModel):
+    """One probe's outcome in a replay."""
+
+    id: str
+    kind: str
     question: str
     closed_book: bool
     one_search: bool
+
+
+class RecallReport(BaseModel):
+    """Recall of the probes after the replay (rules: ``transcripts/probes/README.md``).
+
+    ``closed_book``: the share of probes with an answer in the final active
+    context (system prompt and summary included). ``one_search``: the share
+    with an answer in what ONE ``session_search`` returns (the question's
+    content words, limit 5, each place with its neighbouring messages).
+    """
+
+    probes: int = 0
+    closed_book: float = 0.0
+    one_search: float = 0.0
+    closed_book_misses: list[str] = Field(default_factory=list)
+    one_search_misses: list[str] = Field(default_factory=list)
 
 
 class CompressionInfo(BaseModel):
@@ -81,50 +106,55 @@ class ReplayReport(BaseModel):
     prefix_breaks: dict[str, int] = Field(default_factory=dict)
     identifiers: IdentifierReport = Field(default_factory=IdentifierReport)
     probes: list[ProbeResult] = Field(default_factory=list)
+    recall: RecallReport = Field(default_factory=RecallReport)
+    kept_summary_chars: int = 0
+    #: what the importer read and deliberately left out, by kind (its ``skipped``)
+    import_skipped: dict[str, int] = Field(default_factory=dict)
     final_messages: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def pick_importer(importers: list[Importer], path: Path, name: str | None = None) -> Importer:
-    """The importer called ``name``, or the first whose ``sniff`` accepts the file."""
-    if name:
-        for importer in importers:
-            if importer.name == name:
-                return importer
-        known = ", ".join(sorted(i.name for i in importers)) or "(none registered)"
-        raise ImportFormatError(f"unknown transcript format {name!r}; known formats: {known}")
-    if not path.is_file():
-        raise ImportFormatError(f"transcript not found: {path}")
-    import gzip
-
-    with path.open("rb") as fh:
-        head = fh.read(65536)
-    if head[:2] == b"\x1f\x8b":
-        with gzip.open(path, "rb") as fh:
-            head = fh.read(65536)
-    for importer in sorted(importers, key=lambda i: i.name):
-        if importer.sniff(path, head):
-            return importer
-    known = ", ".join(sorted(i.name for i in importers)) or "(none registered)"
-    raise ImportFormatError(f"{path}: no importer recognises this file; known formats: {known}")
+    """The importer called ``name``, or the one that recognises the file (see
+    :func:`hermes_core.detection.detect_importer`)."""
+    return detect_importer(path, importers, name)
 
 
-def split_turns(messages: list[Message]) -> tuple[str, list[list[Message]]]:
-    """The leading system text, and the rest grouped into turns (each opened by a user message)."""
+def split_turns(
+    messages: list[Message], mark: Callable[[Message], Message] | None = None
+) -> tuple[str, list[list[Message]]]:
+    """The leading system text, and the rest grouped into turns (each opened by a user message).
+
+    :param mark: sets :attr:`Message.harness` (the host's ``detect_harness``);
+        consecutive user messages merge into one opener only when neither is
+        harness text, so a harness wrapper never hides the user's words.
+    """
     system_parts: list[str] = []
     turns: list[list[Message]] = []
     for message in messages:
+        if mark is not None:
+            message = mark(message)
         if message.role == "system":
             if not turns:
                 system_parts.append(message.text())
                 continue
-            message = Message(role="user", content=f"[system note]\n{message.text()}")
+            message = Message(
+                role="user",
+                content=f"[system note]\n{message.text()}",
+                harness=message.harness or "transcript.system_note",
+            )
         if message.role == "user" or not turns:
             if message.role != "user":
                 turns.append([Message(role="user", content="[replay: transcript opens here]")])
             else:
-                if turns and turns[-1] and turns[-1][-1].role == "user" and len(turns[-1]) == 1:
+                lone = turns[-1][0] if turns and len(turns[-1]) == 1 else None
+                if (
+                    lone is not None
+                    and lone.role == "user"
+                    and not lone.harness
+                    and not (message.harness)
+                ):
                     # consecutive user messages: merge so a turn keeps one user opener
-                    merged = turns[-1][0].text() + "\n\n" + message.text()
+                    merged = lone.text() + "\n\n" + message.text()
                     turns[-1][0] = Message(role="user", content=merged)
                     continue
                 turns.append([message])
@@ -155,7 +185,7 @@ def replay(
     conv: ImportedConversation = conversations[conversation]
     if context_length is not None:
         hermes.settings.model.context_length = context_length
-    system_text, turns = split_turns(conv.messages)
+    system_text, turns = split_turns(conv.messages, hermes.harness)
     session = hermes.new_session(
         title=conv.title or transcript.name,
         cwd="",
@@ -174,6 +204,7 @@ def replay(
         threshold_tokens=hermes.threshold(session.model).threshold_tokens,
         context_length=hermes.settings.model.context_length,
         tokens_exact=hermes.tokens(session.model).exact,
+        import_skipped=dict(conv.skipped),
     )
     for index, turn_messages in enumerate(turns):
         _replay_turn(session, turn_messages, report)
@@ -283,14 +314,50 @@ def _finish(hermes: Hermes, session: Any, report: ReplayReport, probes: list[Pro
             (ids.kept_in_active + ids.recoverable_by_search) / ids.compacted, 4
         )
     report.identifiers = ids
+    report.kept_summary_chars = sum(
+        len(str(m.get("content") or "")) for m in final if SUMMARY_BEGIN in str(m.get("content"))
+    )
+    if probes:
+        _score_probes(store, session.id, final, probes, report)
+
+
+def _score_probes(
+    store: Any,
+    session_id: str,
+    final: list[dict[str, Any]],
+    probes: list[Probe],
+    report: ReplayReport,
+) -> None:
+    """Closed-book and one-search recall of ``probes``, scored as the probe README says."""
+    closed = closed_book(final, probes)
+    lineage = list(session_lineage(store, session_id))
+    searched: list[str] = []
     for probe in probes:
-        closed = any(answer in active_text or answer in active_plain for answer in probe.answers)
-        hits = store.search(probe.question, session_id=session.id, limit=5)
-        rows = store.get_messages([h.message_id for h in hits]) if hits else []
-        searched = any(answer in _row_text(row) for row in rows for answer in probe.answers)
-        report.probes.append(
-            ProbeResult(question=probe.question, closed_book=closed, one_search=searched)
+        places = search_with_context(
+            store, probe.query(), session_ids=lineage, limit=ONE_SEARCH_LIMIT, neighbours=1
         )
+        text = MESSAGE_SEPARATOR.join(
+            recall_message_text(row.message.to_api()) for place in places for row in place.window
+        )
+        if probe.hit(text):
+            searched.append(probe.id)
+        report.probes.append(
+            ProbeResult(
+                id=probe.id,
+                kind=probe.kind,
+                question=probe.question,
+                closed_book=probe.id in closed.hits,
+                one_search=probe.id in searched,
+            )
+        )
+    n = len(probes)
+    report.recall = RecallReport(
+        probes=n,
+        closed_book=round(closed.recall, 4),
+        one_search=round(len(searched) / n, 4),
+        closed_book_misses=closed.misses,
+        one_search_misses=[p.id for p in probes if p.id not in searched],
+    )
 
 
 def _row_text(row: Any) -> str:
@@ -298,14 +365,3 @@ def _row_text(row: Any) -> str:
     for call in row.message.tool_calls or []:
         text += "\n" + call.function.arguments
     return text
-
-
-def load_probes(path: Path) -> list[Probe]:
-    """Read a JSON list of ``{"question", "answers"}`` probes."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ImportFormatError(f"probes file {path}: {exc}") from None
-    if not isinstance(data, list):
-        raise ImportFormatError(f"probes file {path}: expected a JSON list of probes")
-    return [Probe.model_validate(item) for item in data]

@@ -269,6 +269,38 @@ def check_count(value: Any, name: str, *, minimum: int = 0) -> int:
     return value
 
 
+def check_search_scope(session_id: Any, session_ids: Any) -> list[str] | None:
+    """The sessions a search may return rows of (``None``: every session).
+
+    ``session_id`` is one session, ``session_ids`` several (a session and its
+    rotation ancestors); giving both is refused, as is anything but strings.
+    """
+    if session_id is not None and session_ids is not None:
+        raise ValidationError(
+            f"search takes session_id or session_ids, not both (got {session_id!r} and "
+            f"{session_ids!r})"
+        )
+    if session_id is not None:
+        if not isinstance(session_id, str):
+            raise ValidationError(
+                f"search session_id must be a string, got {type(session_id).__name__}"
+            )
+        return [session_id]
+    if session_ids is None:
+        return None
+    if isinstance(session_ids, str | bytes) or not isinstance(session_ids, Sequence):
+        raise ValidationError(
+            "search session_ids must be a sequence of session id strings, got "
+            f"{type(session_ids).__name__}"
+        )
+    for index, item in enumerate(session_ids):
+        if not isinstance(item, str):
+            raise ValidationError(
+                f"search session_ids[{index}] must be a string, got {type(item).__name__}"
+            )
+    return list(dict.fromkeys(session_ids))
+
+
 # -- row mappers shared by SQL stores (same column order in every backend) --------
 
 

@@ -22,6 +22,7 @@ from .compression import (
     CompressionSettings,
     ContextEngine,
     EngineStatus,
+    HandoffFact,
     SelectRequest,
     Summarizer,
     SummaryRequest,
@@ -51,7 +52,7 @@ from .errors import (
     UnknownNameError,
     ValidationError,
 )
-from .importers import ImportedConversation, Importer
+from .importers import ImportedConversation, Importer, Recognition
 from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
 from .memory import MemoryProvider, MemorySession, TurnRecord
 from .messages import (
@@ -104,6 +105,7 @@ __all__ = [
     "ContinuationUpdate",
     "CorruptDatabaseError",
     "EngineStatus",
+    "HandoffFact",
     "HandoffSummary",
     "HermesError",
     "ImportFormatError",
@@ -128,6 +130,7 @@ __all__ = [
     "PromptContext",
     "ProviderCompactionRequest",
     "ProviderCompactionResult",
+    "Recognition",
     "RedactionRule",
     "RegistrationError",
     "SchemaVersionError",

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .messages import HandoffSummary, Message, SummarySection, Usage
+from .messages import HandoffFact, HandoffSummary, Message, SummarySection, Usage
 from .records import NewMessage, StoredMessage
 
 CompressionStatus = Literal["compressed", "aborted", "skipped"]
@@ -42,7 +42,7 @@ class CompressionSettings(BaseModel):
     lean_tail_min_tokens: int = 10_000
     lean_tail_max_tokens: int = 25_000
     identifier_budget_tokens: int = 2_000
-    user_quote_budget_tokens: int = 1_500
+    user_quote_budget_tokens: int = 0
     cooldown_seconds: float = 60.0
     max_cooldown_seconds: float = 3600.0
     breaker_after: int = 3
@@ -253,6 +253,8 @@ class SummaryRequest(BaseModel):
     #: tool schemas sent with ``prefix_messages`` (part of the cached prefix)
     prefix_tools: list[dict[str, Any]] | None = None
     recovery_ids: list[int | None] = Field(default_factory=list)
+    #: facts of the middle, extracted from its original messages (keep them verbatim)
+    facts: list[HandoffFact] = Field(default_factory=list)
 
 
 class SummaryResult(BaseModel):

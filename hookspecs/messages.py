@@ -91,6 +91,33 @@ class SummarySection(BaseModel):
     body: str
 
 
+FactKind = Literal["request", "constraint", "error", "decision", "answer", "command", "file"]
+
+
+class HandoffFact(BaseModel):
+    """One fact of the compacted middle, in the session's own words.
+
+    The engine extracts facts from the ORIGINAL messages (before pruning cut
+    tool output) and hands them to the summarizer, which must keep the ones
+    it uses verbatim: the user's requests and constraints, exact error lines
+    with the command that produced them, commands run with their outcome,
+    the assistant's answers and stated decisions, files it changed.
+
+    :param message_id: the stored message it comes from (``session_open``
+        opens it), None when unknown.
+    :param position: index of that message in the middle, oldest first.
+    :param score: how much the fact is worth keeping (higher first).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: FactKind
+    text: str
+    message_id: int | None = None
+    position: int = 0
+    score: float = 0.0
+
+
 class HandoffSummary(BaseModel):
     """The structured handoff a summarizer writes for the compacted middle.
 
@@ -113,6 +140,10 @@ class HandoffSummary(BaseModel):
     extra: list[SummarySection] = Field(default_factory=list)
     summarizer: str = ""
     compression_index: int = 1
+    #: tokens of conversation this handoff stands for, over every compression so far
+    covered_tokens: int = 0
+    #: the facts the handoff was built from, so the next compression re-ranks them with new ones
+    facts: list[HandoffFact] = Field(default_factory=list)
 
     STANDARD_TITLES: ClassVar[tuple[tuple[str, str], ...]] = (
         ("goal", "Goal"),

@@ -24,6 +24,7 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from .records import (
@@ -191,14 +192,38 @@ class SessionStore(ABC):
         query: str,
         *,
         session_id: str | None = None,
+        session_ids: Sequence[str] | None = None,
         include_compacted: bool = True,
         limit: int = 20,
     ) -> list[SearchHit]:
-        """Full-text search, best first (bm25 or equivalent).
+        """Search for a natural query, best first.
 
-        The query is text: search syntax in it is escaped, never interpreted.
-        Word and substring (trigram) matches both count; a row carried
-        forward by compaction (``origin_id``) is reported once.
+        The query is text: it is split on whitespace into terms and nothing
+        in it is an operator (quotes, ``AND``/``OR``/``NEAR``, ``*``, ``^``,
+        ``:``, parentheses and column filters are searched as written).
+
+        * A row *covers* a term when it holds the term as a word (or as
+          consecutive words: ``session.go``) or as a substring, ignoring case
+          and diacritics; substrings and identifiers (paths, SHAs, error
+          fragments, CJK text) are found through a trigram index.
+        * Rows covering every term come first (``score`` in ``[1, 2)``),
+          then rows covering some of them (``score`` in ``[0, 1)``); within
+          each, the index's text relevance (bm25 or equivalent) weighted by
+          how many distinct terms the row covers orders them.
+        * A row carried forward by compaction (``origin_id``) and its origin
+          are reported once.
+
+        :class:`hermes_core.searchkit` implements these rules for any store.
+
+        :param query: the text to look for; an empty query finds nothing.
+        :param session_id: only rows of this session.
+        :param session_ids: only rows of these sessions (a session and its
+            rotation ancestors, searched at once); not with ``session_id``.
+            An empty sequence finds nothing.
+        :param include_compacted: also search rows that compaction replaced.
+        :param limit: at most this many hits.
+        :raises ValidationError: a query that is not text, a bad limit, or
+            both ``session_id`` and ``session_ids``.
         """
 
     # -- usage, prefix ledger, compaction events ----------------------------

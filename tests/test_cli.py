@@ -42,8 +42,20 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     probes.write_text(
         json.dumps(
             [
-                {"question": "which django file was edited", "answers": ["django/contrib/admin"]},
-                {"question": "unanswerable zebra question", "answers": ["zebra-unicorn-42"]},
+                {
+                    "id": "p1",
+                    "question": "which django file was edited",
+                    "answers": ["django/contrib/admin"],
+                    "kind": "path",
+                    "message_index": 1,
+                },
+                {
+                    "id": "p2",
+                    "question": "unanswerable zebra question",
+                    "answers": ["zebra-unicorn-42"],
+                    "kind": "number",
+                    "message_index": 1,
+                },
             ]
         ),
         encoding="utf-8",
@@ -79,10 +91,16 @@ def test_replay_report_json(replayed: tuple[Path, dict[str, Any]]) -> None:
     assert "compaction" in report["prefix_breaks"]
     probes = {p["question"]: p for p in report["probes"]}
     assert probes["unanswerable zebra question"] == {
+        "id": "p2",
+        "kind": "number",
         "question": "unanswerable zebra question",
         "closed_book": False,
         "one_search": False,
     }
+    assert probes["which django file was edited"]["one_search"] is True
+    assert report["recall"]["probes"] == 2
+    assert report["recall"]["one_search"] == 0.5
+    assert report["recall"]["one_search_misses"] == ["p2"]
     svg = (tmp / "chart.svg").read_text(encoding="utf-8")
     assert svg.startswith("<svg") and "threshold" in svg and "polyline" in svg
 

@@ -30,6 +30,9 @@ from hermes_hookspecs import (
     Message,
     SelectRequest,
     StoredMessage,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
     ToolCall,
     ToolFunction,
     Usage,
@@ -148,7 +151,7 @@ def test_repair_removes_orphans_and_stubs_missing_results_with_pointer() -> None
     ]
     fixed = repair_messages(messages, {"b": 42})
     assert [m.role for m in fixed] == ["user", "assistant", "tool", "tool", "user", "assistant"]
-    assert fixed[3].tool_call_id == "b" and "message id 42" in str(fixed[3].content)
+    assert fixed[3].tool_call_id == "b" and "session_open(message_id=42)" in str(fixed[3].content)
     assert not sequence_problems(fixed)
     assert repair_messages(fixed) == fixed
 
@@ -171,7 +174,7 @@ def test_cut_arguments_stays_json_with_keys_and_pointer() -> None:
     cut = cut_arguments(args, 500, 17)
     data = json.loads(cut)
     assert len(cut) <= 500 and data["path"] == "src/a.py" and data["n"] == 3
-    assert "message id 17" in data["_compacted"]
+    assert "session_open(message_id=17)" in data["_compacted"]
 
 
 def test_prune_collapses_duplicates_and_placeholders_name_tool_and_pointer(
@@ -189,7 +192,7 @@ def test_prune_collapses_duplicates_and_placeholders_name_tool_and_pointer(
     assert str(head_tools[0].content).startswith(
         "[tool result compacted: bash(cmd=pytest tests/test_0.py)"
     )
-    assert "message id 3" in str(head_tools[0].content)
+    assert "session_open(message_id=3)" in str(head_tools[0].content)
     assert not result.messages[2].origin_id  # changed by pruning: no longer a copy
     assert result.messages[0].origin_id == 1  # the task, carried unchanged
 
@@ -210,7 +213,8 @@ def test_summary_is_a_typed_record_with_markers_and_sections(engine: ContextComp
         SUMMARY_END
     )
     titles = [s.title for s in summary.summary.extra]
-    assert titles == ["User Quotes", "Identifier Index", "Recovery Pointers"]
+    # user quotes are off by default (the handoff quotes the user's requests itself)
+    assert titles == ["Identifier Index", "Recovery Pointers"]
     assert result.summary == summary.summary and result.summary.compression_index == 1
     assert result.tokens_after < result.tokens_before
     assert not sequence_problems(out_messages(result))
@@ -442,11 +446,12 @@ def test_quality_identifiers_survive_repeated_compression_of_a_real_transcript()
     search over the stored rows, and the final recovery pointers cover the
     rows evicted by the last compression.
     """
-    host = PluginHost(summarizers=[FixedSummarizer()])
+    host = PluginHost()
     engine = ContextCompressor(clock=Clock())
     engine.bind(host)
     store = MemoryStore(host)
-    settings = settings_for(12_000, summarizer="fixed")
+    # the default summarizer: identifiers live in its facts and in the lean tail's index
+    settings = settings_for(12_000, summarizer="deterministic")
     results = replay(load_openai_chat()[1:], engine, store, settings)
     compressed = [r for r in results if r.status == "compressed"]
     assert len(compressed) >= 5
@@ -492,5 +497,44 @@ def test_a_huge_tool_output_in_the_tail_is_cut_to_an_excerpt_so_the_view_fits(
     assert "chars cut to fit the context" in text
     assert "undefined symbol foo_bar" in text  # the end of the output survives
     big_id = len(messages)  # rows() numbers messages from 1
-    assert f"message id {big_id}" in text
+    assert f"message_id={big_id}" in text
     assert not sequence_problems(out_messages(result))
+
+
+# -- facts handed to the summarizer, its answer checked ----------------------------------
+
+
+class _Recording(Summarizer):
+    name = "recording"
+    context_length = None
+
+    def __init__(self, summary: HandoffSummary) -> None:
+        self.summary = summary
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.requests.append(request)
+        return SummaryResult(summary=self.summary, summarizer=self.name)
+
+
+def _compress(summarizer: Summarizer, **extra: Any) -> Any:
+    engine = ContextCompressor(clock=Clock())
+    engine.bind(PluginHost(summarizers=[summarizer]))
+    settings = settings_for(12_000, summarizer=summarizer.name, **extra)
+    return engine.compress(request(session(turns=30), settings))
+
+
+def test_engine_hands_facts_to_the_summarizer_and_strips_reasoning_from_its_answer() -> None:
+    recording = _Recording(HandoffSummary(goal="<think>plan</think>Ship it", progress="p"))
+    result = _compress(recording)
+    assert result.status == "compressed", result.reason
+    assert recording.requests and recording.requests[0].facts
+    assert result.summary.goal == "Ship it"
+
+
+def test_an_empty_handoff_is_a_summarizer_failure_and_the_fallback_answers() -> None:
+    empty = _Recording(HandoffSummary(goal="<think>only thoughts</think>"))
+    result = _compress(empty)
+    assert result.status == "compressed", result.reason
+    assert result.fallback_used and result.summarizer == "deterministic"
+    assert any("no content in any section" in note for note in result.notes)

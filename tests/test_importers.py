@@ -31,6 +31,8 @@ from hermes_hookspecs import (
     specs,
 )
 from hermes_plugin_importers import (
+    adp,
+    aider_chat,
     builtin_importers,
     check_sequence,
     claude_code,
@@ -41,7 +43,7 @@ from hermes_plugin_importers import (
     openhands_events,
     swe_agent,
 )
-from hermes_plugin_importers.builder import SYNTHETIC_RESULT
+from hermes_plugin_importers.builder import FINAL_SYNTHETIC_RESULT, SYNTHETIC_RESULT
 from hermes_plugin_importers.claude_code import ClaudeCodeImporter
 from hermes_plugin_importers.codex_rollout import CodexRolloutImporter
 from hermes_plugin_importers.openai_chat import OpenAIChatImporter
@@ -96,7 +98,7 @@ def load(importers: list[Importer]) -> Loader:
 def test_bundle_is_complete_and_byte_identical() -> None:
     sources = (TRANSCRIPTS / "SOURCES.md").read_text(encoding="utf-8")
     table = dict(re.findall(r"^\| (\S+) \| \d+ \| `([0-9a-f]{64})` \|$", sources, re.M))
-    assert len(FILES) == 12
+    assert len(FILES) == 17
     assert set(table) == {p.relative_to(TRANSCRIPTS).with_suffix("").as_posix() for p in FILES}
     for path in FILES:
         name = path.relative_to(TRANSCRIPTS).with_suffix("").as_posix()
@@ -170,7 +172,7 @@ def test_every_tool_result_matches_its_call(path: Path, load: Loader) -> None:
     for conversation in conversations:
         assert conversation.source_format == path.parent.name
         assert conversation.source_path == str(path)
-        assert len(conversation.messages) >= 10
+        assert len(conversation.messages) >= 2
         assert check_sequence(conversation.messages) == []
         assert _independent_problems(conversation.messages) == []
         unanswered = conversation.metadata["unanswered_final_calls"]
@@ -341,7 +343,7 @@ def test_codex_call_counts_match_the_source(path: Path, load: Loader) -> None:
 
 
 def test_codex_entire_graph_has_112_calls(load: Loader) -> None:
-    (session,) = load(_file("entireio-entire-graph"))
+    (session,) = load(_file("entireio-entire-graph-54fb"))
     assert sum(len(m.tool_calls or []) for m in session.messages) == 112
     assert session.model == "gpt-5.5"
 
@@ -367,11 +369,15 @@ def test_codex_torn_line_is_read_as_two_records(
 
 def test_openai_chat_completion_log(load: Loader) -> None:
     (conversation,) = load(_file("openhands-django-11149"))
-    assert len(conversation.messages) == 101
+    assert len(conversation.messages) == 102
     assert conversation.metadata["response_appended"] is True
-    last = conversation.messages[-1]
+    last, stub = conversation.messages[-2:]
     assert last.role == "assistant" and last.tool_calls and len(last.tool_calls) == 1
+    # the run stopped before the final call's result: stubbed, marked and counted
+    assert stub.role == "tool" and stub.tool_call_id == last.tool_calls[0].id
+    assert stub.content == FINAL_SYNTHETIC_RESULT
     assert conversation.metadata["unanswered_final_calls"] == 1
+    assert conversation.metadata["counts"]["synthetic_final_results"] == 1
     assert all(isinstance(m.content, str) for m in conversation.messages if m.role != "assistant")
 
 
@@ -387,8 +393,9 @@ def test_openhands_instances_keep_ids_per_conversation(
     for conversation in conversations:
         first_call = conversation.messages[2].tool_calls
         assert first_call and first_call[0].id == "toolu_01"
-    finished = [c.messages[-1].tool_calls for c in conversations[:2]]
+    finished = [c.messages[-2].tool_calls for c in conversations[:2]]
     assert [calls[0].function.name for calls in finished if calls] == ["finish", "finish"]
+    assert [c.messages[-1].content for c in conversations[:2]] == [FINAL_SYNTHETIC_RESULT] * 2
     # the run that hit max iterations ends on a tool result; rejected calls became user text
     assert conversations[2].messages[-1].role == "tool"
     assert conversations[1].metadata["flags"]["error_observation"]
@@ -402,7 +409,8 @@ def test_swe_agent_text_actions(load: Loader) -> None:
     calls = [c for m in conversation.messages for c in m.tool_calls or []]
     assert len(calls) == 12 and all(c.function.name == "bash" for c in calls)
     assert json.loads(calls[-1].function.arguments) == {"command": "submit"}
-    assert conversation.messages[-1].tool_calls == [calls[-1]]
+    assert conversation.messages[-2].tool_calls == [calls[-1]]
+    assert conversation.messages[-1].content == FINAL_SYNTHETIC_RESULT
     assert conversation.messages[3].role == "tool"
     assert conversation.messages[3].text().rstrip().endswith("bash-$")
 
@@ -426,12 +434,22 @@ def test_swe_agent_function_calling(load: Loader) -> None:
 def test_each_module_registers_its_importer_through_the_hook() -> None:
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(specs)
-    modules = [openai_chat, claude_code, codex_rollout, openhands_events, swe_agent]
+    modules = [
+        openai_chat,
+        claude_code,
+        codex_rollout,
+        openhands_events,
+        swe_agent,
+        aider_chat,
+        adp,
+    ]
     for module in modules:
         pm.register(module)
     registered: list[Importer] = []
     pm.hook.register_importers(register=registered.append, settings=None)
     assert sorted(i.name for i in registered) == [
+        "adp",
+        "aider-chat",
         "claude-code",
         "codex-rollout",
         "openai-chat",
@@ -452,7 +470,7 @@ def test_truncated_json_line_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(ImportFormatError, match=r"cut\.jsonl:12: invalid JSON"):
         ClaudeCodeImporter().load(path)
 
-    codex = _raw_lines(_file("entireio-entire-graph"))[:40]
+    codex = _raw_lines(_file("entireio-entire-graph-54fb"))[:40]
     codex[-1] = codex[-1][:50]
     path = _write_lines(tmp_path / "codex.jsonl", codex)
     with pytest.raises(ImportFormatError, match=r"codex\.jsonl:40: invalid JSON"):
@@ -510,7 +528,11 @@ def test_detect_rejects_empty_and_unknown_files(tmp_path: Path, importers: list[
 @pytest.mark.parametrize(
     ("importer", "source", "pattern"),
     [
-        (ClaudeCodeImporter(), "entireio-entire-graph", r":1: .*(no user/assistant|not a Claude)"),
+        (
+            ClaudeCodeImporter(),
+            "entireio-entire-graph-54fb",
+            r":1: .*(no user/assistant|not a Claude)",
+        ),
         (CodexRolloutImporter(), "entireio-cli-3dffd2ffdd52", r":1: record needs .*'payload'"),
         (OpenHandsEventsImporter(), "entireio-cli-3dffd2ffdd52", r":1: expected an instance"),
         (OpenAIChatImporter(), "pydicom-1458", r":1: expected a JSON list of messages"),
@@ -539,7 +561,7 @@ def test_unknown_call_id_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(ImportFormatError, match=r"claude\.jsonl:8: .*unknown call id 'toolu_X'"):
         ClaudeCodeImporter().load(path)
 
-    codex = _raw_lines(_file("entireio-entire-graph"))
+    codex = _raw_lines(_file("entireio-entire-graph-54fb"))
     index = next(i for i, line in enumerate(codex) if '"function_call_output"' in line)
     _edit_json_line(codex, index, lambda r: r["payload"].update(call_id="call_X"))
     path = _write_lines(tmp_path / "codex.jsonl", codex)
@@ -631,8 +653,8 @@ def _user() -> Message:
 
 def _cases() -> Iterator[tuple[list[Message], str | None]]:
     yield [_user(), _assistant("a", "b"), _tool("b"), _tool("a"), _assistant()], None
-    yield [_user(), _assistant("a"), _tool("a"), _assistant("b")], None  # final call open
-    yield [_user(), _assistant("a", "b"), _tool("a")], None  # final, partly answered
+    yield [_user(), _assistant("a"), _tool("a"), _assistant("b")], "never answered"
+    yield [_user(), _assistant("a", "b"), _tool("a")], "never answered"  # partly answered
     yield [_user(), _tool("a")], "does not follow"
     yield [_user(), _assistant("a"), _user(), _tool("a")], "does not follow"
     yield [_user(), _assistant("a"), _tool("x")], "unknown call id 'x'"
@@ -640,6 +662,12 @@ def _cases() -> Iterator[tuple[list[Message], str | None]]:
     yield [_user(), _assistant("a"), _user(), _assistant()], "unanswered"
     yield [_user(), _assistant("a"), _tool("a"), _assistant("a"), _tool("a")], "already used"
     yield [_user(), Message(role="assistant", content="")], "neither text nor tool calls"
+
+
+def test_check_sequence_can_allow_a_live_turn_open_at_the_end() -> None:
+    messages = [_user(), _assistant("a", "b"), _tool("a")]
+    assert check_sequence(messages, allow_open_end=True) == []
+    assert check_sequence([*messages, _user()], allow_open_end=True)  # mid-conversation: never
 
 
 @pytest.mark.parametrize(("messages", "problem"), list(_cases()))
@@ -677,3 +705,29 @@ def test_a_broken_progress_subagent_is_skipped_and_named(tmp_path: Path) -> None
     assert skipped["agent_id"] == "a89e4b2"
     assert "progress.jsonl:53" in skipped["error"] and "toolu_X" in skipped["error"]
     assert len(main.messages) == 307
+
+
+# -- every importer on every bundled file ------------------------------------------------
+def test_every_importer_on_every_bundled_file_refuses_or_passes_the_validator(
+    tmp_path: Path,
+) -> None:
+    """Each importer meets each format: a clear ImportFormatError, or a valid sequence.
+
+    JSONL and markdown files are cut at a line boundary after 400 KB to keep
+    this fast; JSON documents are read whole.
+    """
+    for source in FILES:
+        raw = gzip.decompress(source.read_bytes())
+        name = source.name.removesuffix(".gz")
+        if not name.endswith(".json") and not name.endswith(".traj") and len(raw) > 400_000:
+            raw = raw[: raw.index(b"\n", 400_000) + 1]
+        path = tmp_path / name
+        path.write_bytes(raw)
+        for importer in builtin_importers():
+            try:
+                conversations = importer.load(path)
+            except ImportFormatError as exc:
+                assert str(exc).startswith(str(path)), (importer.name, name, str(exc)[:200])
+                continue
+            for conversation in conversations:
+                assert check_sequence(conversation.messages) == [], (importer.name, name)

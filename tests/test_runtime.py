@@ -332,6 +332,8 @@ def test_prompt_layers_order_and_tools_are_frozen(tmp_path: Path) -> None:
         assert "\x07" not in text and "control characters removed" in text
         assert [t["function"]["name"] for t in session.prompt.tools] == [
             "bash",
+            "session_open",  # the default recall plugin's tools
+            "session_search",
             "zz_echo",
             "zz_tool",
         ]

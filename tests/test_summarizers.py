@@ -25,6 +25,7 @@ from hermes_core.testing.fake_openai import (
     Reply,
 )
 from hermes_hookspecs import (
+    HandoffFact,
     HandoffSummary,
     Message,
     SummarizerError,
@@ -129,6 +130,25 @@ def test_previous_summary_and_focus_go_into_the_prompt(fake: FakeOpenAIServer) -
     prompt = fake.requests_to("chat.completions")[0].body["messages"][1]["content"]
     assert "<previous_summary>" in prompt and "Old goal about ticket 8060" in prompt
     assert "Pay particular attention to: tests" in prompt
+
+
+def test_facts_go_into_the_prompt_as_material_to_keep_verbatim(fake: FakeOpenAIServer) -> None:
+    fake.script("chat.completions", Reply(text=GOOD))
+    facts = [
+        HandoffFact(kind="request", text="Never touch the migrations.", message_id=2, score=10),
+        HandoffFact(
+            kind="error",
+            text="FAILED test_inline.py::test_perm - AssertionError (from bash: pytest -x)",
+            message_id=9,
+            position=3,
+            score=8,
+        ),
+    ]
+    summarizer_for(fake.base_url).summarize(request(facts=facts))
+    prompt = fake.requests_to("chat.completions")[0].body["messages"][1]["content"]
+    assert "<facts>" in prompt and "copied verbatim" in prompt
+    assert "- [message id 2] user request: Never touch the migrations." in prompt
+    assert "- [message id 9] error: FAILED test_inline.py::test_perm" in prompt
 
 
 def test_api_key_is_sent_from_the_configured_variable(
@@ -384,10 +404,12 @@ def test_deterministic_handoff_has_sections_and_anchors() -> None:
         )
     )
     summary = result.summary
-    assert summary.goal.startswith("<uploaded_files>") and "(message id 100)" in summary.goal
+    assert summary.goal.startswith("<uploaded_files>") and "(#100)" in summary.goal
     assert "Focus for what follows: the failing inline test" in summary.goal
-    assert re.search(r"\(message id 1[0-3]\d\)$", summary.progress)
-    assert "more line(s) omitted" in summary.progress
+    lines = summary.progress.splitlines()
+    assert "session_open(message_id=N)" in lines[0]
+    assert all(re.match(r"- #1[0-3]\d (user|agent|ran): ", line) for line in lines[1:])
+    assert any(" ran: str_replace_editor: " in line and " → " in line for line in lines)
     assert "/workspace/reproduce.py" in summary.files
     assert "insight: the user prefers minimal diffs" in summary.critical_context
     assert len(summary.render()) < 1200 * 4 * 1.3
@@ -396,11 +418,33 @@ def test_deterministic_handoff_has_sections_and_anchors() -> None:
 
 
 def test_deterministic_updates_the_previous_summary() -> None:
-    previous = HandoffSummary(goal="Keep ticket 8060 fixed", progress="- step one (message id 3)")
+    previous = HandoffSummary(
+        goal="Keep ticket 8060 fixed", progress="- #3 user: keep ticket 8060 fixed, and the test"
+    )
     messages = load_openai_chat()[40:60]
     result = DeterministicSummarizer().summarize(
         SummaryRequest(session_id="s", messages=messages, previous_summary=previous)
     )
     assert result.summary.goal == "Keep ticket 8060 fixed"
-    assert result.summary.progress.startswith("- step one (message id 3)")
-    assert len(result.summary.progress.splitlines()) > 1
+    lines = result.summary.progress.splitlines()
+    assert lines[1] == "- #3 user: keep ticket 8060 fixed, and the test"  # carried, oldest first
+    assert len(lines) > 2
+
+
+def test_deterministic_never_quotes_harness_text_as_the_user() -> None:
+    messages = [
+        Message(
+            role="user",
+            content="<system-reminder>Ignore this, it is a reminder.</system-reminder>",
+            harness="claude_code.system_reminder",
+        ),
+        Message(role="user", content="Please keep the public API unchanged."),
+        Message(role="assistant", content="Understood: the API stays as it is."),
+    ]
+    result = DeterministicSummarizer().summarize(
+        SummaryRequest(session_id="s", messages=messages, recovery_ids=[1, 2, 3])
+    )
+    rendered = result.summary.render()
+    assert "reminder" not in rendered
+    assert result.summary.goal == "Please keep the public API unchanged. (#2)"
+    assert "- #2 rule: Please keep the public API unchanged." in result.summary.constraints

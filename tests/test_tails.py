@@ -134,7 +134,7 @@ def test_lean_sections_index_quote_and_point_at_evicted_messages() -> None:
         Message(role="user", content="latest instruction stays verbatim"),
         Message(role="assistant", content="tail mentions /srv/app/tail_only.py " + "x " * 30),
     ]
-    plan = LeanTail().plan(tail_request(messages, small_band()))
+    plan = LeanTail().plan(tail_request(messages, small_band(user_quote_budget_tokens=1_500)))
     assert plan.tail_start == len(messages) - 1
     body = sections(plan)
     index = body["Identifier Index"]
@@ -174,7 +174,7 @@ def test_lean_carries_the_previous_sections_forward() -> None:
         Message(role="assistant", content="edited /new/file.py"),
         *[Message(role="assistant", content="more " * 400) for _ in range(4)],
     ]
-    plan = LeanTail().plan(tail_request(messages, small_band()))
+    plan = LeanTail().plan(tail_request(messages, small_band(user_quote_budget_tokens=1_500)))
     body = sections(plan)
     assert "(message id 3) the original task" in body["User Quotes"]
     assert "abc1234f" in body["Identifier Index"] and "/old/file.py" in body["Identifier Index"]
@@ -361,12 +361,12 @@ def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> N
 @pytest.mark.parametrize(
     ("budget", "threshold", "expected"),
     [
-        (2_000, 8_928, 2_000),  # 16K window: the default budget, untouched
-        (2_000, 96_000, 2_000),
-        (8_000, 20_928, 2_616),  # 32K window: an eighth of the threshold
-        (8_000, 44_928, 5_616),
-        (8_000, 96_000, 8_000),
-        (20_000, 96_000, 12_000),
+        (2_000, 8_928, 1_000),  # 16K window: the floor
+        (2_000, 96_000, 2_000),  # the default budget, untouched
+        (8_000, 20_928, 1_000),  # 32K window: the floor (a fortieth is less)
+        (8_000, 44_928, 1_123),  # a fortieth of the threshold
+        (8_000, 96_000, 2_400),
+        (20_000, 400_000, 10_000),
         (8_000, 3_900, 975),  # tiny window: a quarter, under the floor
         (0, 96_000, 0),
     ],

@@ -5,8 +5,10 @@ Run with the reference venv's python.  Job (JSON; see runner_common.read_job)::
     {"messages_file": "msgs.json", "context_length": 16000,
      "stub_summary": "fixed summary text"}
 
-Optional: ``seam``, ``threshold_percent`` (0.50), ``protect_first_n`` (3),
-``protect_last_n`` (20), ``summary_target_ratio`` (0.20), ``model``,
+Optional: ``seam`` ("call_llm" | "generate_summary" | "fallback": their
+deterministic handoff, see ``runner_common.SummaryStub``), ``threshold_percent``
+(0.50), ``protect_first_n`` (3), ``protect_last_n`` (20), ``summary_target_ratio``
+(0.20), ``model``,
 ``system_in_messages`` (false), ``emulate_usage`` (true), ``include_messages`` (true).
 
 The loop mirrors what hermes-agent does between API calls (see API_NOTES.md):
@@ -142,6 +144,7 @@ def run_replay(job: ReplayJob) -> dict[str, Any]:
             {
                 "turn_index": index,
                 "progressed": progressed,
+                "fallback_used": bool(compressor._last_summary_fallback_used),
                 "messages_before": len(before),
                 "messages_after": len(active),
                 "tokens_before": tokens,

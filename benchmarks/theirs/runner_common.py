@@ -177,20 +177,28 @@ def run_main(main: Callable[[list[str]], dict[str, Any]]) -> int:
     return 0
 
 
+SEAMS = ("call_llm", "generate_summary", "fallback")
+
+
 class SummaryStub:
     """Stands in for hermes-agent's summarizer LLM call and counts what it was asked.
 
     ``install()`` replaces ``call_llm`` as looked up by ``agent.context_compressor``
     (seam ``call_llm``: their prompt building, redaction and prefixing all still
     run) or the compressor's ``_generate_summary`` method (seam
-    ``generate_summary``: only boundary finding and message assembly run).
+    ``generate_summary``: only boundary finding and message assembly run). Seam
+    ``fallback`` makes ``_generate_summary`` fail the way a summarizer model error
+    does (not an auth or network failure, which abort compaction), so their own
+    deterministic fallback handoff is built from the dropped turns: their
+    compressor with no LLM, the counterpart of our offline summarizer. The stub
+    text is then unused.
     """
 
     def __init__(self, text: str, seam: str) -> None:
         if not text.strip():
             raise RunnerError("stub_summary must not be blank (hermes-agent treats it as failure)")
-        if seam not in ("call_llm", "generate_summary"):
-            raise RunnerError(f"seam={seam!r}: expected 'call_llm' or 'generate_summary'")
+        if seam not in SEAMS:
+            raise RunnerError(f"seam={seam!r}: expected one of {', '.join(SEAMS)}")
         self.text = text
         self.seam = seam
         self.calls = 0
@@ -211,6 +219,16 @@ class SummaryStub:
             cc_module.call_llm = self._call_llm
             return
         stub = self
+        if self.seam == "fallback":
+
+            def _failed_summary(*_args: Any, **_kwargs: Any) -> None:
+                stub.calls += 1
+                stub.prompt_chars.append(0)
+                compressor._last_summary_error = "summarizer unavailable (benchmark seam)"
+                return None
+
+            compressor._generate_summary = _failed_summary
+            return
 
         def _generate_summary(*_args: Any, **_kwargs: Any) -> str:
             stub.calls += 1

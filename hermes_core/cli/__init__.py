@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     import warnings
 
-    from . import commands  # noqa: F401  (registers the commands)
+    from . import commands, mcp  # noqa: F401  (registers the commands)
 
     warnings.formatwarning = _one_line_warning  # this process is the CLI: one line each
     cli.main(args=argv, prog_name="hermes-core")

@@ -322,7 +322,8 @@ def replay_cmd(
     as_json: bool,
 ) -> None:
     """Replay a real transcript through the configured stack and report what was kept."""
-    from ..replay import load_probes, replay
+    from ..recall import load_probes
+    from ..replay import replay
 
     overrides: dict[str, Any] = {}
     compression = {

@@ -44,6 +44,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -160,6 +161,19 @@ def carry(row: StoredMessage) -> NewMessage:
 
 def texts(rows: list[StoredMessage]) -> list[str]:
     return [row.message.text() for row in rows]
+
+
+_WORDS = re.compile(r"[^\W_]+")  # runs of letters and digits
+
+
+def covers(text: str, term: str) -> bool:
+    """Whether ``text`` covers a search term: as a substring, or its words as consecutive
+    words, ignoring case (the store contract's rule, written out independently)."""
+    low, want = text.lower(), term.lower()
+    if want in low:
+        return True
+    words = " ".join(_WORDS.findall(want))
+    return bool(words) and f" {words} " in " " + " ".join(_WORDS.findall(low)) + " "
 
 
 def dead_pid() -> int:
@@ -850,14 +864,97 @@ class SessionStoreSuite:
     @pytest.mark.parametrize("query", SYNTAX_QUERIES)
     def test_search_syntax_is_text(self, store: SessionStore, session_id: str, query: str) -> None:
         rows = store.append_messages(
-            session_id, [user("foo baz"), user("qux only"), user("foobar zed")]
+            session_id,
+            [user("foo baz"), user("qux only"), user("foobar zed"), user("or else"), user("none")],
         )
         by_id = {r.id: r.message.text() for r in rows}
         hits = store.search(query)
         assert isinstance(hits, list)
-        for hit in hits:  # interpreted syntax (OR, NOT, prefix*, -x) would match these
-            assert by_id.get(hit.message_id) not in ("qux only", "foobar zed"), (query, hit)
-        assert len(store.all_messages(session_id)) == 3  # and nothing was injected
+        # exactly the rows covering some term as written: an interpreted operator
+        # (OR, NOT, prefix*, -x, column:) would add or drop rows
+        terms = query.split()
+        expected = {rid for rid, text in by_id.items() if any(covers(text, t) for t in terms)}
+        assert {h.message_id for h in hits} == expected, (query, hits)
+        assert len(store.all_messages(session_id)) == 5  # and nothing was injected
+
+    def test_search_every_term_before_some_terms(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                user("walrus walrus walrus walrus walrus"),
+                user("a note on the walrus and the narwhal and the beluga"),
+                user("narwhal"),
+                user("nothing relevant at all"),
+            ],
+        )
+        hits = store.search("walrus narwhal beluga")
+        assert [h.message_id for h in hits][:1] == [rows[1].id]
+        assert {h.message_id for h in hits} == {rows[0].id, rows[1].id, rows[2].id}
+        assert hits[0].score >= 1.0 > max(h.score for h in hits[1:])
+        assert [h.message_id for h in store.search("walrus narwhal beluga", limit=1)] == [
+            rows[1].id
+        ]
+        assert store.search("walrus manatee", limit=1)[0].message_id in (rows[0].id, rows[1].id)
+
+    def test_search_ranks_some_terms_by_coverage(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                user("the build failed once"),
+                user("the build failed on the mirror"),
+                user("build build build build build build"),
+                user("the build failed on the mirror at dawn"),
+                *(user(f"unrelated filler text {i}") for i in range(6)),
+            ],
+        )
+        hits = store.search("build failed mirror dawn")
+        ids = [h.message_id for h in hits]
+        # every term first; then three terms, two, one (the repeated term does not win)
+        assert ids == [rows[3].id, rows[1].id, rows[0].id, rows[2].id], hits
+        assert hits[0].score >= 1.0 > hits[1].score > hits[2].score > hits[3].score
+
+    def test_search_identifiers_and_fragments(self, store: SessionStore, session_id: str) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                user("edited plugins/sqlite_store/search.py and its tests"),
+                assistant(
+                    "checked it",
+                    [("c1", "shell", json.dumps({"cmd": "git show 3f2a9c1e7b5d --stat"}))],
+                ),
+                user("psql: error: connection refused (ECONNREFUSED 127.0.0.1:5432)"),
+                user("CheckpointSummary.CheckpointsCount = 0, want 1"),
+                user("a plain sentence about search in sqlite"),
+            ],
+        )
+
+        def first(query: str) -> int:
+            hits = store.search(query)
+            assert hits, query
+            return hits[0].message_id
+
+        assert first("sqlite_store/search.py") == rows[0].id
+        assert first("store/sea") == rows[0].id
+        assert first("a9c1e7b") == rows[1].id
+        assert first("3f2a9c1e7b5d") == rows[1].id
+        assert first("NREFUSED") == rows[2].id
+        assert first("127.0.0.1:5432") == rows[2].id
+        assert first("checkpoints count") == rows[3].id
+        assert first("CheckpointsCount want") == rows[3].id
+
+    def test_search_cjk_with_other_terms(self, store: SessionStore, session_id: str) -> None:
+        rows = store.append_messages(
+            session_id,
+            [user("数据库 migration 失败了"), user("我们的数据库很大"), user("migration done")],
+        )
+        hits = store.search("数据库 migration")
+        assert [h.message_id for h in hits][:1] == [rows[0].id]
+        assert {h.message_id for h in hits} == {r.id for r in rows}
+        assert [h.message_id for h in store.search("库很")] == [rows[1].id]
 
     def test_search_like_wildcards_are_literal(self, store: SessionStore, session_id: str) -> None:
         rows = store.append_messages(
@@ -939,6 +1036,49 @@ class SessionStoreSuite:
         store.append_messages(session_id, [user("anything")])
         assert store.search("") == []
         assert store.search("   ") == []
+        assert store.search("\x00") == []
+        assert store.search("anything", session_ids=[]) == []
+
+    def test_search_session_ids_scope(self, store: SessionStore) -> None:
+        a, b, c = (store.create_session(NewSession()).id for _ in range(3))
+        for sid in (a, b, c):
+            store.append_messages(
+                sid,
+                [user(f"walrus tusk in {sid}"), user("walrus only"), user(f"id-{sid}-narwhalish")],
+            )
+        for query in ("walrus", "walrus tusk beluga", "narwhal", "tusk zebra", "wal"):
+            hits = store.search(query, session_ids=[a, b])
+            assert hits, query
+            assert {h.session_id for h in hits} <= {a, b}, query
+        assert {h.session_id for h in store.search("walrus", session_ids=[b, a])} == {a, b}
+        assert {h.session_id for h in store.search("walrus", session_ids=(c,))} == {c}
+        assert {h.session_id for h in store.search("walrus", session_id=c)} == {c}
+        assert store.search("walrus", session_ids=["no-such-session"]) == []
+        assert len(store.search("walrus", session_ids=[a, b, c, a])) == 6
+        with pytest.raises(ValidationError):
+            store.search("walrus", session_id=a, session_ids=[b])
+        with pytest.raises(ValidationError):
+            store.search("walrus", session_ids=a)  # a str is not a list of ids
+        with pytest.raises(ValidationError):
+            store.search("walrus", session_ids=[a, 7])  # type: ignore[list-item]
+
+    def test_search_huge_query(self, store: SessionStore, session_id: str) -> None:
+        other = store.create_session(NewSession()).id
+        store.append_messages(other, [user("kestrel in the other session")])
+        rows = store.append_messages(session_id, [user("kestrel sighted"), user("nothing")])
+        words = " ".join(f"w{i}x" for i in range(2500))
+        for query in (
+            "kestrel " + words,  # 10 KB of terms
+            "kestrel " + "k" * 10_000,  # one 10 KB term
+            ('"' + "(kestrel OR NEAR:* " * 600)[:10_240],  # 10 KB of syntax
+        ):
+            assert len(query) >= 10_000
+            hits = store.search(query, session_ids=[session_id])
+            assert isinstance(hits, list)
+            assert {h.session_id for h in hits} <= {session_id}
+        assert [h.message_id for h in store.search("kestrel " + words, session_id=session_id)] == [
+            rows[0].id
+        ]
 
     # =========================================================================
     # usage, prefix ledger

@@ -74,6 +74,7 @@ from hermes_hookspecs import (
     CompressionSettings,
     ContextEngine,
     EngineStatus,
+    HandoffFact,
     HandoffSummary,
     HermesError,
     Message,
@@ -88,6 +89,7 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.compression import EngineHost
 
+from .facts import extract_facts, strip_reasoning
 from .groups import group_starts, snap_back, snap_forward
 from .items import Item
 from .prune import FIT_RATIO, fit_tail, prune
@@ -97,6 +99,32 @@ from .summary_input import SummaryInput, build_summary_input
 
 #: tokens kept free in the summarizer's window for its instructions
 SUMMARY_PROMPT_OVERHEAD = 2_000
+#: the handoff's size: HANDOFF_RATE of the history it stands for, between
+#: 1/HANDOFF_FLOOR and 1/HANDOFF_CAP of the threshold, and at most HANDOFF_MAX tokens
+HANDOFF_RATE = 1 / 40
+HANDOFF_FLOOR = 24
+HANDOFF_CAP = 6
+HANDOFF_MAX = 12_000
+#: after a compaction the view should take at most this share of the threshold
+AFTER_TARGET = 0.55
+
+
+def handoff_tokens(threshold_tokens: int, covered_tokens: int, kept_tokens: int = 0) -> int:
+    """The handoff's token budget: it grows with the history it stands for, within the window.
+
+    ``clamp(covered * HANDOFF_RATE, threshold / HANDOFF_FLOOR, high)`` where ``high``
+    is ``threshold / HANDOFF_CAP`` or what :data:`AFTER_TARGET` of the threshold
+    leaves after the ``kept_tokens`` (system prompt, head, tail) if that is less;
+    at least 256 and at most :data:`HANDOFF_MAX`. A long history deserves a longer
+    handoff, but never one that crowds the window: every compaction is a summary
+    call and a cache break, so the view after it must leave room for many turns.
+    """
+    low = threshold_tokens // HANDOFF_FLOOR
+    high = threshold_tokens // HANDOFF_CAP
+    if kept_tokens:
+        high = min(high, max(low * 3 // 2, int(threshold_tokens * AFTER_TARGET) - kept_tokens))
+    wanted = int(covered_tokens * HANDOFF_RATE)
+    return max(256, min(HANDOFF_MAX, high, max(low, wanted)))
 
 
 class _Aborted(Exception):
@@ -234,6 +262,7 @@ class _Work:
         self.not_smaller = False
         self.fallback_used = False
         self.usage: Usage | None = None
+        self.facts: list[HandoffFact] = []
 
     def count(self, message: Message) -> int:
         return self.host.count_message(message)
@@ -300,7 +329,17 @@ class _Work:
             None,
         )
         to_summarize = [it for it in middle if it.message.kind == "message"]
-        summary, result = self._summarize(to_summarize, previous, plan)
+        # facts come from the rows as stored: pruning has cut their tool output since
+        self.facts = extract_facts(
+            [it.stored.message if it.stored is not None else it.message for it in to_summarize],
+            [it.recovery_id for it in to_summarize],
+        )
+        kept = (
+            request.system_tokens
+            + sum(it.tokens for it in [*system, *body[:head_end], *carried_items, *tail])
+            + (last_user.tokens if carry_user and last_user is not None else 0)
+        )
+        summary, result = self._summarize(to_summarize, previous, plan, kept)
         summary_message = Message(
             role="user", kind="summary", summary=summary, content=summary.render()
         )
@@ -377,14 +416,24 @@ class _Work:
 
     # -- summary -------------------------------------------------------------------
     def _summarize(
-        self, middle: Sequence[Item], previous: HandoffSummary | None, plan: TailPlan
+        self,
+        middle: Sequence[Item],
+        previous: HandoffSummary | None,
+        plan: TailPlan,
+        kept_tokens: int = 0,
     ) -> tuple[HandoffSummary, SummaryResult]:
         settings = self.settings
         summarizer = self.host.summarizer(settings.summarizer)
         self.summarizer_used = settings.summarizer
-        max_output = max(256, min(4_000, settings.threshold_tokens // 12))
+        covered = (previous.covered_tokens if previous is not None else 0) + sum(
+            (it.stored.token_count or it.tokens) if it.stored is not None else it.tokens
+            for it in middle
+        )
+        max_output = handoff_tokens(settings.threshold_tokens, covered, kept_tokens)
         try:
-            result = self._run_summarizer(summarizer, middle, previous, plan, max_output)
+            result = _checked(
+                self._run_summarizer(summarizer, middle, previous, plan, max_output), summarizer
+            )
         except SummarizerError as error:
             self._fail(error)
             result = self._fallback(middle, previous, max_output, error)
@@ -402,6 +451,7 @@ class _Work:
         summary.extra.extend(plan.extra_sections)
         summary.summarizer = result.summarizer or summarizer.name
         summary.compression_index = self.request.compression_index
+        summary.covered_tokens = covered
         return summary, result
 
     def _fail(self, error: SummarizerError) -> None:
@@ -431,7 +481,9 @@ class _Work:
         bounded = self._input(middle, fallback, None)
         messages = [entry for chunk in bounded.chunks for entry in chunk]
         try:
-            result = fallback.summarize(self._summary_request(messages, previous, max_output))
+            result = _checked(
+                fallback.summarize(self._summary_request(messages, previous, max_output)), fallback
+            )
         except SummarizerError as second:
             raise _Aborted(
                 f"summary failed ({error.kind}) and fallback {name!r} failed too: {second}"
@@ -462,13 +514,14 @@ class _Work:
         request = self.request
         return SummaryRequest(
             session_id=request.session_id,
-            messages=[message for message, _rid, _tokens in entries],
+            messages=[_without_reasoning(message) for message, _rid, _tokens in entries],
             recovery_ids=[rid for _message, rid, _tokens in entries],
             previous_summary=previous,
             insights=list(request.insights),
             focus=request.focus,
             model=request.model,
             max_output_tokens=max_output,
+            facts=self.facts,
         )
 
     def _run_summarizer(
@@ -543,3 +596,34 @@ class _Work:
             reasoning_tokens=self.usage.reasoning_tokens + usage.reasoning_tokens,
             model=usage.model or self.usage.model,
         )
+
+
+def _without_reasoning(message: Message) -> Message:
+    """``message`` with inline reasoning blocks removed from its text content."""
+    if message.role != "assistant" or not isinstance(message.content, str):
+        return message
+    text = strip_reasoning(message.content)
+    return message if text == message.content else message.model_copy(update={"content": text})
+
+
+def _checked(result: SummaryResult, summarizer: Summarizer) -> SummaryResult:
+    """``result`` with inline reasoning removed; an empty handoff is a summarizer failure.
+
+    :raises SummarizerError: (kind ``malformed``, so the fallback policy applies)
+        when no standard section has any text left.
+    """
+    summary = result.summary
+    cleaned = {
+        attr: strip_reasoning(str(getattr(summary, attr)))
+        for attr, _title in HandoffSummary.STANDARD_TITLES
+    }
+    if not any(value.strip() for value in cleaned.values()):
+        raise SummarizerError(
+            "malformed", "the handoff has no content in any section", summarizer=summarizer.name
+        )
+    extra = [
+        section.model_copy(update={"body": strip_reasoning(section.body)})
+        for section in summary.extra
+    ]
+    cleaned_summary = summary.model_copy(update={**cleaned, "extra": extra})
+    return result.model_copy(update={"summary": cleaned_summary})

@@ -55,5 +55,9 @@ class Item:
 
 
 def recovery_pointer(message_id: int | None) -> str:
-    """The recovery pointer text session search understands (empty when unknown)."""
-    return f"message id {message_id}" if message_id is not None else ""
+    """The call that opens ``message_id`` again (empty when unknown).
+
+    It names the ``session_open`` tool of the ``recall`` plugin with arguments
+    that work as written.
+    """
+    return f"session_open(message_id={message_id})" if message_id is not None else ""

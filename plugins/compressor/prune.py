@@ -87,7 +87,7 @@ def placeholder(function: ToolFunction | None, chars: int, message_id: int | Non
     """The one-line stand-in for a pruned tool result."""
     call = f"{function.name}({short_args(function.arguments)})" if function else "a tool call"
     pointer = recovery_pointer(message_id)
-    where = f"; open it with session search: {pointer}" if pointer else ""
+    where = f"; open it with {pointer}" if pointer else ""
     return f"[tool result compacted: {call} returned {chars:,} chars{where}]"
 
 
@@ -165,7 +165,7 @@ def prune(
             last = latest.get(text) if isinstance(message.content, str) else None
             if last is not None and last != index:
                 pointer = recovery_pointer(items[last].recovery_id)
-                content = f"[tool result compacted: identical to the later result in {pointer}]"
+                content = f"[tool result compacted: identical to a later result; {pointer}]"
                 if not pointer:
                     content = "[tool result compacted: identical to a later result]"
                 new = message.model_copy(update={"content": content})
@@ -199,7 +199,7 @@ def prune(
 
 
 #: after reassembly the view must sit under this share of the trigger, or the tail is fitted
-FIT_RATIO = 0.80
+FIT_RATIO = 0.55
 
 
 def excerpt(text: str, keep_chars: int, message_id: int | None) -> str:
@@ -208,7 +208,7 @@ def excerpt(text: str, keep_chars: int, message_id: int | None) -> str:
     if len(text) <= 2 * half + 200:
         return text
     pointer = recovery_pointer(message_id)
-    where = f"; the full output is {pointer} (session search opens it)" if pointer else ""
+    where = f"; the full output: {pointer}" if pointer else ""
     cut = len(text) - 2 * half
     return f"{text[:half]}\n[... {cut:,} chars cut to fit the context{where} ...]\n{text[-half:]}"
 

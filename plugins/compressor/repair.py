@@ -78,7 +78,7 @@ def stub_text(call: ToolCall, recovery_id: int | None) -> str:
     if recovery_id is not None:
         return (
             f"[tool result of {call.function.name} compacted out of the active context; "
-            f"open it with session search: message id {recovery_id}]"
+            f"open it with session_open(message_id={recovery_id})]"
         )
     return (
         f"[tool result of {call.function.name} not in the active context "

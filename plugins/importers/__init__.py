@@ -10,12 +10,14 @@ Each module registers one :class:`~hermes_hookspecs.Importer` through its own
 ``codex-rollout``         :mod:`.codex_rollout` (Codex CLI rollout JSONL)
 ``openhands-events``      :mod:`.openhands_events` (OpenHands ``output.jsonl``)
 ``swe-agent``             :mod:`.swe_agent` (SWE-agent ``.traj``)
+``aider-chat``            :mod:`.aider_chat` (aider ``.aider.chat.history.md``)
+``adp``                   :mod:`.adp` (Agent Data Protocol trajectories)
 ========================  ======================================================
 
 This package module holds only pure helpers: :func:`detect_importer` picks
 the importer whose ``sniff`` accepts a file, :func:`load_transcript` loads
 a file with a named or detected importer, :func:`builtin_importers` makes
-fresh instances of the five importers (for tests and tools that do not run
+fresh instances of the seven importers (for tests and tools that do not run
 the plugin manager).
 """
 
@@ -24,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from hermes_core.detection import detect_importer as _detect
+from hermes_core.detection import read_sample
 from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError
 
-from .reading import HEAD_BYTES, read_head
 from .sequence import check_sequence
 
 __all__ = [
@@ -39,7 +42,9 @@ __all__ = [
 
 
 def builtin_importers() -> list[Importer]:
-    """New instances of the five bundled importers, in a fixed order."""
+    """New instances of the seven bundled importers, in a fixed order."""
+    from .adp import AdpImporter
+    from .aider_chat import AiderChatImporter
     from .claude_code import ClaudeCodeImporter
     from .codex_rollout import CodexRolloutImporter
     from .openai_chat import OpenAIChatImporter
@@ -52,6 +57,8 @@ def builtin_importers() -> list[Importer]:
         CodexRolloutImporter(),
         OpenHandsEventsImporter(),
         SweAgentImporter(),
+        AiderChatImporter(),
+        AdpImporter(),
     ]
 
 
@@ -60,38 +67,24 @@ def matching_importers(
 ) -> list[Importer]:
     """Every importer whose ``sniff`` accepts ``path``.
 
-    :param head: the file's first bytes; read (and un-gzipped) from ``path``
-        when omitted. Importers also accept a raw gzip head.
+    :param head: the file's first bytes; a sample of several records is read
+        (and un-gzipped) from ``path`` when omitted.
     """
     if head is None:
         try:
-            head = read_head(path, HEAD_BYTES)
+            head = read_sample(path)
         except OSError as exc:
             raise ImportFormatError(f"{path}: cannot read transcript: {exc}") from None
     return [importer for importer in importers if importer.sniff(path, head)]
 
 
-def detect_importer(
-    path: Path, importers: Sequence[Importer], head: bytes | None = None
-) -> Importer:
-    """The one importer that recognises ``path``.
+def detect_importer(path: Path, importers: Sequence[Importer]) -> Importer:
+    """The one importer that recognises ``path`` (:func:`hermes_core.detection.detect_importer`).
 
-    :raises ImportFormatError: when no importer, or more than one, accepts it
-        (the message lists the candidates; pass a format name to choose).
+    :raises ImportFormatError: when no importer accepts it (naming the
+        closest format and why it did not match), or several do equally.
     """
-    path = Path(path)
-    if head is None and path.is_file() and path.stat().st_size == 0:
-        raise ImportFormatError(f"{path}:1: empty file")
-    found = matching_importers(path, importers, head)
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        known = ", ".join(sorted(importer.name for importer in importers)) or "(none registered)"
-        raise ImportFormatError(
-            f"{path}:1: no importer recognises this file; known formats: {known}"
-        )
-    names = ", ".join(importer.name for importer in found)
-    raise ImportFormatError(f"{path}: several importers accept this file ({names}); name one")
+    return _detect(Path(path), importers)
 
 
 def load_transcript(
@@ -105,5 +98,5 @@ def load_transcript(
             known = ", ".join(sorted(importer.name for importer in importers))
             raise ImportFormatError(f"unknown transcript format {format_name!r}; known: {known}")
     else:
-        chosen = detect_importer(path, importers)
+        chosen = _detect(path, importers)
     return chosen.load(path)

@@ -9,8 +9,11 @@ messages, assistant turns (merged by a key such as Claude Code's
   or marker entry that arrived while calls were still open to after the
   results (counted as ``reordered``);
 * answers a call that never got a result with a synthetic tool message when
-  the conversation goes on after it (counted as ``synthetic_tool_results``);
-  only calls of the final assistant message may stay unanswered;
+  the conversation goes on after it (counted as ``synthetic_tool_results``),
+  and the calls the transcript leaves open at its very end with
+  :data:`FINAL_SYNTHETIC_RESULT` (counted as ``synthetic_final_results``;
+  ``metadata["unanswered_final_calls"]`` says how many), so no call is ever
+  left dangling;
 * renames a call id that repeats within the conversation (``renamed_call_ids``);
 * validates every message and the whole sequence before handing it out.
 """
@@ -32,6 +35,12 @@ from .sequence import check_sequence
 SYNTHETIC_RESULT = (
     "[hermes-core import: no tool result was recorded for this call;"
     " the tool was interrupted or its output was not saved]"
+)
+
+
+#: content of the tool message added for a call still open where the transcript ends
+FINAL_SYNTHETIC_RESULT = (
+    "[hermes-core import: the transcript ends before this call's result was recorded]"
 )
 
 
@@ -75,6 +84,7 @@ class _Plain:
     line: int
     flags: set[str] = field(default_factory=set)
     name: str | None = None
+    harness: str | None = None
     #: calls still unanswered when this message arrived (it is moved after their results)
     waiting: list[_Call] = field(default_factory=list)
 
@@ -173,11 +183,18 @@ class ConversationBuilder:
         line: int,
         flags: tuple[str, ...] = (),
         name: str | None = None,
+        harness: str | None = None,
     ) -> None:
-        """A system or user message (deferred while the open turn's calls await results)."""
+        """A system or user message (deferred while the open turn's calls await results).
+
+        :param harness: the harness construct that wrote the text
+            (:attr:`hermes_hookspecs.Message.harness`), None for a person's words.
+        """
         if role not in ("system", "user"):
             raise self.error(line, f"unsupported role {role!r} for a plain message")
-        entry = _Plain(role=role, content=content, line=line, flags=set(flags), name=name)
+        entry = _Plain(
+            role=role, content=content, line=line, flags=set(flags), name=name, harness=harness
+        )
         if self._deferred or self._has_open_calls():
             turn = self._open_turn()
             if turn is not None:
@@ -220,11 +237,14 @@ class ConversationBuilder:
     def calls(self, specs: list[CallSpec], *, line: int) -> None:
         """Tool calls that continue the current assistant turn, or start one without text.
 
-        They join the open turn only while none of its calls has a result and
-        nothing was deferred; otherwise a new assistant message begins.
+        They join the open turn while none of its calls has a result (a user or
+        system entry deferred in between still goes after the turn's results);
+        otherwise a new assistant message begins.
         """
         turn = self._open_turn()
-        if turn is None or turn.any_answered() or self._deferred:
+        # a notice deferred between two calls of one turn stays deferred (it goes after
+        # the turn's results); a call after a result starts a new assistant message
+        if turn is None or turn.any_answered():
             self._close_for_new_turn()
             turn = _Turn(key=None, line=line)
             self._entries.append(turn)
@@ -292,6 +312,8 @@ class ConversationBuilder:
                 body: dict[str, Any] = {"role": entry.role, "content": entry.content}
                 if entry.name:
                     body["name"] = entry.name
+                if entry.harness:
+                    body["harness"] = entry.harness
                 flag(len(messages), entry.flags)
                 add(body, entry.line)
                 continue
@@ -342,10 +364,27 @@ class ConversationBuilder:
             metadata["markers"] = markers
         return messages, metadata
 
-    def build(self, *, source_format: str, **fields: Any) -> ImportedConversation:
-        """Validate and return the conversation; raises :class:`ImportFormatError` on problems."""
+    def build(
+        self, *, source_format: str, skipped: dict[str, int] | None = None, **fields: Any
+    ) -> ImportedConversation:
+        """Validate and return the conversation; raises :class:`ImportFormatError` on problems.
+
+        :param skipped: what the importer read and left out, by kind
+            (:attr:`ImportedConversation.skipped`).
+        """
         if self._deferred:
             self._flush()
+        open_at_end = 0
+        turn = self._open_turn()
+        if turn is not None:
+            for call in turn.calls:
+                if not call.answered:
+                    call.answered = True
+                    call.synthetic = True
+                    call.result = FINAL_SYNTHETIC_RESULT
+                    open_at_end += 1
+            if open_at_end:
+                self.counts["synthetic_final_results"] += open_at_end
         messages, rendered = self._render()
         if not messages:
             raise self.error(None, "no messages found")
@@ -359,24 +398,15 @@ class ConversationBuilder:
         counts = {key: value for key, value in sorted(self.counts.items()) if value}
         if counts:
             metadata["counts"] = counts
-        metadata.setdefault("unanswered_final_calls", _unanswered_at_end(messages))
+        metadata.setdefault("unanswered_final_calls", open_at_end)
         try:
             return ImportedConversation(
                 source_format=source_format,
                 source_path=self.path,
                 messages=messages,
                 metadata=metadata,
+                skipped={k: v for k, v in sorted((skipped or {}).items()) if v},
                 **fields,
             )
         except PydanticValidationError as exc:
             raise self.error(None, f"invalid conversation record: {exc.errors()[0]}") from None
-
-
-def _unanswered_at_end(messages: list[Message]) -> int:
-    """How many calls of the last assistant message have no tool message after it."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role == "assistant":
-            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
-            return sum(call.id not in answered for call in message.tool_calls or [])
-    return 0

@@ -1,78 +1,101 @@
 """Importer for Claude Code session JSONL (``claude-code``).
 
-One file gives one conversation for the main thread plus one per subagent
-thread:
+One file gives one conversation for the main thread, plus one per subagent
+(inline sidechains, ``agent_progress`` copies, or the ``subagents/agent-*.jsonl``
+files beside the session) and, on request, one per abandoned branch:
 
 * records are deduplicated by ``uuid`` (resumed sessions repeat them);
+* the branch that was continued after a rewind is followed
+  (:mod:`.claude_branches`); abandoned branches are counted in ``skipped``
+  and imported as their own conversations with ``include_abandoned_branches``;
 * consecutive ``assistant`` records sharing ``message.id`` are one API
   response written block by block; they merge into one assistant message,
   even when the results of its first calls were written in between;
 * ``tool_result`` blocks become ``tool`` messages; text blocks of the same
   record become a following user message;
-* ``isSidechain`` records (CLI 1.0.x inline subagents) are split into one
-  conversation per thread, found by walking ``parentUuid`` to the thread
-  root; 2.x ``agent_progress`` records (subagent turns streamed into the
-  parent file) give one conversation per ``agentId`` when
-  ``include_progress_subagents`` is on;
-* ``system`` records: ``compact_boundary`` and ``microcompact_boundary``
-  become markers in ``metadata["markers"]``; the rest is dropped;
-* ``isMeta`` / ``isCompactSummary`` user records are kept (the model saw
-  them) and flagged in ``metadata["flags"]`` (``meta``, ``compact_summary``);
+* harness text is marked with ``Message.harness`` from structure:
+  ``isMeta`` and ``isCompactSummary`` records, and the wrapper tags and
+  interrupt markers of :mod:`.harness`; a user record mixing harness
+  wrappers and typed words is split so the words stay unmarked;
 * ``queue-operation``: text typed while the agent worked. An ``enqueue``
   later ``remove``-d was delivered mid-turn and appears nowhere else, so it
-  becomes a user message (flag ``queued``); a ``dequeue``-d one is repeated
-  as an ordinary user record and is skipped.
+  becomes a user message (flag ``queued``; a ``queued_command`` attachment
+  repeating it is skipped); a ``dequeue``-d one is repeated as an ordinary
+  user record and is skipped; ``popAll`` took it back unsent;
+* ``system`` records: ``compact_boundary`` and ``microcompact_boundary``
+  become markers in ``metadata["markers"]``; every other record type is
+  skipped and counted in ``skipped`` (``transcripts/FORMATS.md`` lists them).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, hookimpl
+from hermes_hookspecs import (
+    ImportedConversation,
+    Importer,
+    ImportFormatError,
+    Recognition,
+    hookimpl,
+)
 
-from .builder import CallSpec, ConversationBuilder
-from .reading import decode_head, first_line, flatten_content, iter_jsonl, parse_first_record
+from .builder import ConversationBuilder
+from .claude_branches import branch_with_context, follow_branches
+from .claude_records import Queue, feed_assistant, feed_system, feed_user
+from .claude_threads import (
+    MESSAGE_TYPES,
+    Record,
+    Thread,
+    agent_calls,
+    agent_label,
+    first_line_of,
+    first_str,
+    root_prompt,
+    split_threads,
+    task_prompts,
+    title_of,
+)
+from .reading import (
+    ImportLimits,
+    decode_head,
+    first_line,
+    iter_jsonl,
+    sample_records,
+)
 
 FORMAT = "claude-code"
-_MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
-_KNOWN_TYPES = frozenset(
+#: ``continued`` (default) or ``all``: whether abandoned branches become conversations too
+BRANCHES_ENV = "HERMES_CORE_IMPORT_BRANCHES"
+#: record types read for metadata only or deliberately left out (counted in ``skipped``)
+_SKIPPED_TYPES = frozenset(
     {
-        "user",
-        "assistant",
-        "system",
         "summary",
         "file-history-snapshot",
+        "file-history-delta",
         "progress",
-        "queue-operation",
         "pr-link",
         "permission-mode",
-        "attachment",
+        "mode",
         "custom-title",
+        "ai-title",
+        "agent-name",
+        "last-prompt",
+        "bridge-session",
         "tag",
     }
 )
+_KNOWN_TYPES = MESSAGE_TYPES | _SKIPPED_TYPES | {"queue-operation", "attachment"}
+#: keys only Claude Code records carry
+_CLAUDE_KEYS = frozenset({"parentUuid", "leafUuid", "isSidechain", "sessionId", "uuid"})
+#: the same, found in a first record cut short by the sample size
 _SNIFF_KEYS = re.compile(
     rb'"(parentUuid|leafUuid|isSidechain)"\s*:'
-    rb'|"type"\s*:\s*"(file-history-snapshot|queue-operation|permission-mode)"'
+    rb'|"type"\s*:\s*"(file-history-snapshot|queue-operation|permission-mode|last-prompt)"'
 )
-
-
-@dataclass
-class _Record:
-    line: int
-    data: dict[str, Any]
-
-
-@dataclass
-class _Thread:
-    key: str
-    records: list[_Record] = field(default_factory=list)
 
 
 class ClaudeCodeImporter(Importer):
@@ -82,111 +105,229 @@ class ClaudeCodeImporter(Importer):
         into user messages.
     :param include_progress_subagents: import the subagent turns found in
         2.x ``agent_progress`` records as extra conversations.
+    :param include_subagent_files: import ``<session>/subagents/agent-*.jsonl``
+        beside the file as extra conversations.
+    :param include_abandoned_branches: import each branch abandoned by a
+        rewind as an extra conversation (its context up to the fork, then
+        the abandoned turns); None (the default) reads
+        ``HERMES_CORE_IMPORT_BRANCHES`` (``continued``, the default, or ``all``).
+    :param limits: read caps (default: :meth:`ImportLimits.from_env`).
     """
 
     name = FORMAT
-    description = "Claude Code session JSONL (main thread and subagent threads)"
+    description = "Claude Code session JSONL (main thread, subagents, rewinds)"
 
     def __init__(
-        self, *, include_queued: bool = True, include_progress_subagents: bool = True
+        self,
+        *,
+        include_queued: bool = True,
+        include_progress_subagents: bool = True,
+        include_subagent_files: bool = True,
+        include_abandoned_branches: bool | None = None,
+        limits: ImportLimits | None = None,
     ) -> None:
         self.include_queued = include_queued
         self.include_progress_subagents = include_progress_subagents
+        self.include_subagent_files = include_subagent_files
+        self.include_abandoned_branches = include_abandoned_branches
+        self.limits = limits
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        data = decode_head(head)
-        record = parse_first_record(data)
-        if record is not None:
-            kind = record.get("type")
-            return (
-                isinstance(kind, str)
-                and kind in _KNOWN_TYPES
-                and "payload" not in record
-                and "history" not in record
+        return self.recognise(path, head).matched
+
+    def recognise(self, path: Path, sample: bytes) -> Recognition:
+        values, bad = sample_records(sample)
+        objects = [v for v in values if isinstance(v, dict)]
+        if not objects:
+            line = first_line(decode_head(sample))
+            if (
+                line.startswith(b"{")
+                and _SNIFF_KEYS.search(line[:4000])
+                and b'"payload"' not in line[:400]
+            ):
+                return Recognition(
+                    matched=True, score=0.6, reason="a first record with Claude Code's keys"
+                )
+            return Recognition(matched=False, reason="no JSON object on any complete line")
+        typed = [v for v in objects if isinstance(v.get("type"), str)]
+        known = [v for v in typed if v["type"] in _KNOWN_TYPES and "payload" not in v]
+        claude = [v for v in known if _CLAUDE_KEYS & v.keys() or v["type"] in _SKIPPED_TYPES]
+        score = len(claude) / (len(objects) + bad)
+        if not claude:
+            return Recognition(
+                matched=False,
+                score=0.2 * len(known) / len(objects),
+                reason=f"none of the {len(objects)} records has Claude Code's record keys"
+                " (uuid, parentUuid, sessionId) or record types",
             )
-        line = first_line(data)
-        return line.startswith(b"{") and bool(_SNIFF_KEYS.search(line[:4000]))
+        if len(claude) < 0.8 * len(objects):
+            odd = next(v for v in objects if v not in claude)
+            return Recognition(
+                matched=False,
+                score=score,
+                reason=f"{len(objects) - len(claude)} of {len(objects)} records are not Claude"
+                f" Code records (e.g. type {str(odd.get('type'))[:40]!r})",
+            )
+        return Recognition(matched=True, score=score, reason="Claude Code record types and keys")
 
     # -- loading -------------------------------------------------------------
     def load(self, path: Path) -> list[ImportedConversation]:
-        records: list[_Record] = []
+        records, duplicates = self._read(path, path)
+        if not any(r.data["type"] in MESSAGE_TYPES for r in records):
+            raise ImportFormatError(
+                f"{path}:{records[0].line}: no user/assistant records; not a Claude Code session"
+            )
+        main, sidechains = split_threads(path, records)
+        branches = follow_branches(main.records)
+        main.records = branches.kept
+        session_id = first_str(records, "sessionId") or path.name.split(".")[0]
+        title = title_of(records)
+        prompts_of_tasks = task_prompts(main.records)
+
+        first = self._convert(path, main, conversation_id=session_id, title=title, is_main=True)
+        first.metadata["duplicate_records"] = duplicates
+        if branches.abandoned:
+            first.skipped["branch.abandoned"] = len(branches.abandoned)
+            first.skipped["branch.abandoned_records"] = sum(len(b) for b in branches.abandoned)
+            first.metadata["abandoned_branches"] = [
+                {"fork_uuid": fork, "first_line": branch[0].line, "records": len(branch)}
+                for fork, branch in zip(branches.fork_points, branches.abandoned, strict=True)
+            ]
+        conversations = [first]
+        for number, thread in enumerate(sidechains, start=1):
+            prompt = root_prompt(thread)
+            label = agent_label(thread) or f"sidechain-{number}"
+            conversation = self._convert(
+                path,
+                thread,
+                conversation_id=f"{session_id}:{label}",
+                title=f"subagent: {first_line_of(prompt)}",
+                is_main=False,
+            )
+            conversation.metadata["parent_conversation_id"] = session_id
+            conversation.metadata["subagent_source"] = "sidechain"
+            if prompt in prompts_of_tasks:
+                conversation.metadata["task_call_id"] = prompts_of_tasks[prompt]
+            conversations.append(conversation)
+        if self.include_progress_subagents:
+            subagents, skipped = self._progress_subagents(path, records, session_id)
+            conversations.extend(subagents)
+            if skipped:
+                first.metadata["skipped_subagents"] = skipped
+        if self.include_subagent_files:
+            conversations.extend(self._subagent_files(path, main.records, session_id, first))
+        if self._abandoned_wanted():
+            for number, branch in enumerate(branches.abandoned, start=1):
+                thread = Thread(
+                    key=f"branch-{number}", records=branch_with_context(branches.kept, branch)
+                )
+                conversation = self._convert(
+                    path,
+                    thread,
+                    conversation_id=f"{session_id}:branch-{number}",
+                    title=f"abandoned branch {number}: {title}".strip(": "),
+                    is_main=True,
+                )
+                conversation.metadata["parent_conversation_id"] = session_id
+                conversation.metadata["abandoned_branch"] = number
+                conversation.metadata["fork_uuid"] = branches.fork_points[number - 1]
+                conversations.append(conversation)
+        return conversations
+
+    def _abandoned_wanted(self) -> bool:
+        if self.include_abandoned_branches is not None:
+            return self.include_abandoned_branches
+        value = os.environ.get(BRANCHES_ENV, "").strip().lower() or "continued"
+        if value not in ("continued", "all"):
+            raise ImportFormatError(
+                f"{BRANCHES_ENV}={value!r}: expected 'continued' (import the branch that was"
+                " continued after a rewind) or 'all' (also each abandoned branch)"
+            )
+        return value == "all"
+
+    def _read(self, path: Path, shown: Path) -> tuple[list[Record], int]:
+        records: list[Record] = []
         seen: set[str] = set()
         duplicates = 0
-        dropped: Counter[str] = Counter()
-        for item in iter_jsonl(path):
+        for item in iter_jsonl(path, self.limits):
             if not isinstance(item.value, dict):
-                raise ImportFormatError(f"{path}:{item.line}: expected a JSON object per line")
+                raise ImportFormatError(f"{shown}:{item.line}: expected a JSON object per line")
             kind = item.value.get("type")
             if not isinstance(kind, str):
-                raise ImportFormatError(f"{path}:{item.line}: record has no string 'type'")
+                raise ImportFormatError(f"{shown}:{item.line}: record has no string 'type'")
             uuid = item.value.get("uuid")
             if isinstance(uuid, str):
                 if uuid in seen:
                     duplicates += 1
                     continue
                 seen.add(uuid)
-            records.append(_Record(item.line, item.value))
+            records.append(Record(item.line, item.value))
         if not records:
-            raise ImportFormatError(f"{path}:1: empty file (no Claude Code records)")
-        if not any(r.data["type"] in _MESSAGE_TYPES for r in records):
-            raise ImportFormatError(
-                f"{path}:{records[0].line}: no user/assistant records; not a Claude Code session"
-            )
-        main, sidechains = _split_threads(path, records)
-        session_id = _first_str(records, "sessionId") or path.name.split(".")[0]
-        title = next(
-            (str(r.data.get("summary")) for r in records if r.data["type"] == "summary"), ""
-        )
-        task_prompts = _task_prompts(main.records)
+            raise ImportFormatError(f"{shown}:1: empty file (no Claude Code records)")
+        return records, duplicates
 
-        conversations = [
-            self._convert(
-                path,
-                main,
-                conversation_id=session_id,
-                title=title,
-                is_main=True,
-                dropped=dropped,
-            )
-        ]
-        conversations[0].metadata["duplicate_records"] = duplicates
-        for number, thread in enumerate(sidechains, start=1):
-            prompt = _root_prompt(thread)
-            label = _agent_label(thread) or f"sidechain-{number}"
+    def _subagent_files(
+        self,
+        path: Path,
+        main_records: list[Record],
+        session_id: str,
+        first: ImportedConversation,
+    ) -> list[ImportedConversation]:
+        """Conversations from ``<session>/subagents/agent-*.jsonl`` beside ``path``.
+
+        Each is linked to the main thread's tool call that started it
+        (``metadata["task_call_id"]``) through the agent id its tool result
+        reports. Claude Code's own compaction agents (``agent-acompact-*``)
+        are skipped and counted.
+        """
+        stem = path.name
+        for suffix in (".gz", ".jsonl"):
+            stem = stem.removesuffix(suffix)
+        folder = path.parent / stem / "subagents"
+        if not folder.is_dir():
+            return []
+        calls = agent_calls(main_records)
+        out: list[ImportedConversation] = []
+        for file in sorted(folder.glob("agent-*.jsonl*")):
+            agent = file.name.split(".", 1)[0].removeprefix("agent-")
+            if agent.startswith("acompact"):
+                first.skipped["subagent_file.compaction"] = (
+                    first.skipped.get("subagent_file.compaction", 0) + 1
+                )
+                continue
+            records, _ = self._read(file, file)
+            thread = Thread(key=agent, records=records)
             conversation = self._convert(
-                path,
+                file,
                 thread,
-                conversation_id=f"{session_id}:{label}",
-                title=f"subagent: {_first_line_of(prompt)}",
+                conversation_id=f"{session_id}:agent-{agent}",
+                title=f"subagent: {first_line_of(root_prompt(thread))}",
                 is_main=False,
-                dropped=Counter(),
+                session_id=session_id,
             )
             conversation.metadata["parent_conversation_id"] = session_id
-            conversation.metadata["subagent_source"] = "sidechain"
-            if prompt in task_prompts:
-                conversation.metadata["task_call_id"] = task_prompts[prompt]
-            conversations.append(conversation)
-        if self.include_progress_subagents:
-            subagents, skipped = self._progress_subagents(path, records, session_id)
-            conversations.extend(subagents)
-            if skipped:
-                conversations[0].metadata["skipped_subagents"] = skipped
-        return conversations
+            conversation.metadata["subagent_source"] = "subagent_file"
+            conversation.metadata["agent_id"] = first_str(records, "agentId") or agent
+            call = calls.get(conversation.metadata["agent_id"])
+            if call:
+                conversation.metadata["task_call_id"] = call
+            out.append(conversation)
+        return out
 
     def _convert(
         self,
         path: Path,
-        thread: _Thread,
+        thread: Thread,
         *,
         conversation_id: str,
         title: str,
         is_main: bool,
-        dropped: Counter[str],
         session_id: str = "",
         version: str = "",
     ) -> ImportedConversation:
         builder = ConversationBuilder(str(path))
-        queue: list[str] = []
+        skipped: Counter[str] = Counter()
+        queue = Queue(builder, skipped, deliver=self.include_queued)
         models: Counter[str] = Counter()
         tool_errors = 0
         tool_calls: Counter[str] = Counter()
@@ -194,52 +335,40 @@ class ClaudeCodeImporter(Importer):
             data = record.data
             kind = data["type"]
             if kind == "assistant":
-                model = _feed_assistant(builder, record, tool_calls)
+                model = feed_assistant(builder, record, tool_calls)
                 if model and model != "<synthetic>":
                     models[model] += 1
             elif kind == "user":
-                tool_errors += _feed_user(builder, record)
+                tool_errors += feed_user(builder, record)
             elif kind == "system":
-                _feed_system(builder, record, dropped)
-            elif kind == "queue-operation" and is_main:
-                self._feed_queue(builder, record, queue)
+                feed_system(builder, record, skipped)
+            elif kind == "queue-operation":
+                queue.operation(record)
+            elif kind == "attachment":
+                queue.attachment(record)
+            elif kind in _SKIPPED_TYPES:
+                skipped[f"record.{kind}"] += 1
             else:
-                dropped[kind] += 1
-        if queue:
-            builder.counts["queued_never_delivered"] += len(queue)
-        builder.metadata["session_id"] = _first_str(thread.records, "sessionId") or session_id
-        builder.metadata["version"] = _first_str(thread.records, "version") or version
-        builder.metadata["git_branch"] = _first_str(thread.records, "gitBranch")
+                skipped[f"unknown.{kind}"] += 1
+        queue.finish()
+        builder.metadata["session_id"] = first_str(thread.records, "sessionId") or session_id
+        builder.metadata["version"] = first_str(thread.records, "version") or version
+        builder.metadata["git_branch"] = first_str(thread.records, "gitBranch")
         builder.metadata["tool_errors"] = tool_errors
         builder.metadata["tool_calls_by_name"] = dict(sorted(tool_calls.items()))
         builder.metadata["first_line"] = thread.records[0].line if thread.records else None
-        if dropped:
-            builder.metadata["dropped_records"] = dict(sorted(dropped.items()))
-        return builder.build(
+        conversation = builder.build(
             source_format=FORMAT,
             conversation_id=conversation_id,
             title=title,
-            cwd=_first_str(thread.records, "cwd"),
+            cwd=first_str(thread.records, "cwd"),
             model=models.most_common(1)[0][0] if models else "",
         )
-
-    def _feed_queue(self, builder: ConversationBuilder, record: _Record, queue: list[str]) -> None:
-        operation = record.data.get("operation")
-        if operation == "enqueue":
-            content = record.data.get("content")
-            queue.append(flatten_content(content))
-        elif operation == "dequeue":
-            if queue:
-                queue.pop(0)
-                builder.counts["queued_dequeued"] += 1
-        elif operation == "remove" and queue:
-            text = queue.pop(0)
-            if self.include_queued and text:
-                builder.plain("user", text, line=record.line, flags=("queued",))
-                builder.counts["queued_delivered"] += 1
+        conversation.skipped.update(sorted(skipped.items()))
+        return conversation
 
     def _progress_subagents(
-        self, path: Path, records: list[_Record], session_id: str
+        self, path: Path, records: list[Record], session_id: str
     ) -> tuple[list[ImportedConversation], list[dict[str, str]]]:
         """Subagent conversations from ``agent_progress`` records, and the ones skipped.
 
@@ -248,7 +377,7 @@ class ClaudeCodeImporter(Importer):
         is skipped (named with its error in the main conversation's
         ``metadata["skipped_subagents"]``) instead of failing the import.
         """
-        threads: dict[str, _Thread] = {}
+        threads: dict[str, Thread] = {}
         prompts: dict[str, str] = {}
         calls: dict[str, str] = {}
         seen: set[str] = set()
@@ -270,8 +399,8 @@ class ClaudeCodeImporter(Importer):
                 seen.add(uuid)
             if inner.get("type") not in ("user", "assistant"):
                 continue
-            thread = threads.setdefault(agent, _Thread(key=agent))
-            thread.records.append(_Record(record.line, inner))
+            thread = threads.setdefault(agent, Thread(key=agent))
+            thread.records.append(Record(record.line, inner))
             if isinstance(payload.get("prompt"), str):
                 prompts.setdefault(agent, payload["prompt"])
             if isinstance(data.get("parentToolUseID"), str):
@@ -284,11 +413,10 @@ class ClaudeCodeImporter(Importer):
                     path,
                     thread,
                     conversation_id=f"{session_id}:agent-{agent}",
-                    title=f"subagent: {_first_line_of(prompts.get(agent, ''))}",
+                    title=f"subagent: {first_line_of(prompts.get(agent, ''))}",
                     is_main=False,
-                    dropped=Counter(),
                     session_id=session_id,
-                    version=_first_str(records, "version"),
+                    version=first_str(records, "version"),
                 )
             except ImportFormatError as exc:
                 skipped.append({"agent_id": agent, "error": str(exc)})
@@ -300,199 +428,6 @@ class ClaudeCodeImporter(Importer):
                 conversation.metadata["task_call_id"] = calls[agent]
             out.append(conversation)
         return out, skipped
-
-
-# -- record handlers -----------------------------------------------------------
-def _message_of(builder: ConversationBuilder, record: _Record) -> dict[str, Any]:
-    message = record.data.get("message")
-    if not isinstance(message, dict):
-        raise builder.error(record.line, f"{record.data['type']} record has no 'message' object")
-    return message
-
-
-def _feed_assistant(builder: ConversationBuilder, record: _Record, tool_calls: Counter[str]) -> str:
-    message = _message_of(builder, record)
-    content = message.get("content")
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    if not isinstance(content, list):
-        raise builder.error(record.line, "assistant 'message.content' is not a list of blocks")
-    texts: list[str] = []
-    specs: list[CallSpec] = []
-    for block in content:
-        if not isinstance(block, dict):
-            raise builder.error(record.line, "assistant content block is not an object")
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(str(block.get("text") or ""))
-        elif kind == "tool_use":
-            name = str(block.get("name") or "")
-            specs.append(
-                CallSpec(
-                    id=str(block.get("id") or ""),
-                    name=name,
-                    arguments=json.dumps(block.get("input", {}), ensure_ascii=False),
-                    line=record.line,
-                )
-            )
-            tool_calls[name] += 1
-        elif kind in ("thinking", "redacted_thinking"):
-            builder.counts["thinking_blocks_dropped"] += 1
-        else:
-            builder.counts[f"assistant_blocks_dropped.{kind}"] += 1
-    flags: list[str] = []
-    model = message.get("model")
-    if model == "<synthetic>":
-        flags.append("synthetic")
-    if record.data.get("isApiErrorMessage"):
-        flags.append("api_error")
-    key = message.get("id")
-    builder.assistant(
-        "\n".join(t for t in texts if t) or None,
-        specs,
-        line=record.line,
-        key=key if isinstance(key, str) else None,
-        flags=tuple(flags),
-    )
-    return model if isinstance(model, str) else ""
-
-
-def _feed_user(builder: ConversationBuilder, record: _Record) -> int:
-    message = _message_of(builder, record)
-    content = message.get("content")
-    flags: list[str] = []
-    if record.data.get("isMeta"):
-        flags.append("meta")
-    if record.data.get("isCompactSummary"):
-        flags.append("compact_summary")
-    if isinstance(content, str):
-        builder.plain("user", content, line=record.line, flags=tuple(flags))
-        return 0
-    if not isinstance(content, list):
-        raise builder.error(record.line, "user 'message.content' is neither text nor blocks")
-    errors = 0
-    others: list[Any] = []
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            call_id = block.get("tool_use_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise builder.error(record.line, "tool_result block has no 'tool_use_id'")
-            if block.get("is_error"):
-                errors += 1
-            builder.tool_result(call_id, flatten_content(block.get("content")), line=record.line)
-        else:
-            others.append(block)
-    if others:
-        builder.plain("user", flatten_content(others), line=record.line, flags=tuple(flags))
-    return errors
-
-
-def _feed_system(builder: ConversationBuilder, record: _Record, dropped: Counter[str]) -> None:
-    subtype = record.data.get("subtype")
-    if subtype == "compact_boundary":
-        meta = record.data.get("compactMetadata") or {}
-        builder.marker(
-            kind="compact_boundary",
-            line=record.line,
-            trigger=meta.get("trigger"),
-            pre_tokens=meta.get("preTokens"),
-        )
-    elif subtype == "microcompact_boundary":
-        meta = record.data.get("microcompactMetadata") or {}
-        builder.marker(
-            kind="microcompact_boundary",
-            line=record.line,
-            trigger=meta.get("trigger"),
-            pre_tokens=meta.get("preTokens"),
-            tokens_saved=meta.get("tokensSaved"),
-            compacted_tool_ids=list(meta.get("compactedToolIds") or []),
-        )
-    else:
-        dropped[f"system.{subtype}"] += 1
-
-
-# -- threads -------------------------------------------------------------------
-def _split_threads(path: Path, records: list[_Record]) -> tuple[_Thread, list[_Thread]]:
-    """The main thread and the sidechain threads (keyed by their root uuid)."""
-    by_uuid = {r.data["uuid"]: r for r in records if isinstance(r.data.get("uuid"), str)}
-    roots: dict[str, str] = {}
-
-    def root_of(record: _Record) -> str:
-        chain: list[str] = []
-        current = record
-        while True:
-            uuid = current.data.get("uuid")
-            if isinstance(uuid, str):
-                if uuid in roots:
-                    found = roots[uuid]
-                    break
-                chain.append(uuid)
-            parent = current.data.get("parentUuid")
-            parent_record = by_uuid.get(parent) if isinstance(parent, str) else None
-            if parent_record is None or not parent_record.data.get("isSidechain"):
-                found = uuid if isinstance(uuid, str) else f"line-{current.line}"
-                break
-            if isinstance(parent, str) and parent in chain:
-                raise ImportFormatError(f"{path}:{current.line}: parentUuid cycle")
-            current = parent_record
-        for uuid in chain:
-            roots[uuid] = found
-        return found
-
-    main = _Thread(key="main")
-    sidechains: dict[str, _Thread] = {}
-    for record in records:
-        if record.data.get("isSidechain"):
-            key = root_of(record)
-            sidechains.setdefault(key, _Thread(key=key)).records.append(record)
-        else:
-            main.records.append(record)
-    return main, [
-        t for t in sidechains.values() if any(r.data["type"] in _MESSAGE_TYPES for r in t.records)
-    ]
-
-
-def _task_prompts(records: list[_Record]) -> dict[str, str]:
-    """Task tool prompts of the main thread mapped to their tool_use ids."""
-    out: dict[str, str] = {}
-    for record in records:
-        if record.data["type"] != "assistant":
-            continue
-        message = record.data.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                arguments = block.get("input")
-                if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
-                    out.setdefault(arguments["prompt"], str(block.get("id")))
-    return out
-
-
-def _root_prompt(thread: _Thread) -> str:
-    for record in thread.records:
-        if record.data["type"] == "user":
-            message = record.data.get("message")
-            if isinstance(message, dict):
-                return flatten_content(message.get("content"))
-    return ""
-
-
-def _agent_label(thread: _Thread) -> str:
-    agent = _first_str(thread.records, "agentId")
-    return f"agent-{agent}" if agent else ""
-
-
-def _first_str(records: list[_Record], key: str) -> str:
-    for record in records:
-        value = record.data.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def _first_line_of(text: str, limit: int = 80) -> str:
-    line = text.strip().split("\n", 1)[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 @hookimpl

@@ -3,10 +3,16 @@
 Only ``response_item`` records (the model-visible history) make messages:
 
 * ``session_meta.base_instructions.text`` becomes the first ``system``
-  message; ``developer`` messages become ``system`` messages;
+  message; ``developer`` messages become ``system`` messages marked
+  ``harness="codex.developer_notice"``; one that arrives while tool calls
+  await their results (an approval or collaboration-mode notice mid-turn)
+  is placed after those results (counted as ``moved_after_tool_results``),
+  never between a call and its result;
 * ``user`` / ``assistant`` ``message`` items become user / assistant
-  messages (injected ``<environment_context>``, ``<turn_aborted>`` and
-  ``AGENTS.md`` user items are flagged ``injected``);
+  messages; injected user items are flagged ``injected`` and marked
+  harness text: ``<environment_context>`` (``codex.environment_context``),
+  ``<turn_aborted>`` (``codex.turn_aborted``), ``<user_instructions>`` and
+  ``# AGENTS.md instructions`` (``codex.user_instructions``);
 * ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` join the
   current assistant turn's ``tool_calls`` (custom calls carry
   ``json.dumps({"input": input})``); ``*_output`` items become ``tool``
@@ -28,16 +34,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, hookimpl
+from hermes_hookspecs import (
+    ImportedConversation,
+    Importer,
+    ImportFormatError,
+    Recognition,
+    hookimpl,
+)
 
 from .builder import CallSpec, ConversationBuilder
 from .reading import (
+    ImportLimits,
     decode_head,
     first_line,
     flatten_content,
     iter_jsonl,
     json_arguments,
-    parse_first_record,
+    sample_records,
 )
 
 FORMAT = "codex-rollout"
@@ -48,12 +61,13 @@ _SNIFF = re.compile(
     rb'"type"\s*:\s*"(session_meta|response_item|turn_context|event_msg|compacted)"'
     rb'\s*,\s*"payload"\s*:'
 )
-_INJECTED_PREFIXES = (
-    "<environment_context>",
-    "<turn_aborted>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-)
+#: how injected user items start, and the harness construct each one is
+_INJECTED_PREFIXES = {
+    "<environment_context>": "codex.environment_context",
+    "<turn_aborted>": "codex.turn_aborted",
+    "<user_instructions>": "codex.user_instructions",
+    "# AGENTS.md instructions": "codex.user_instructions",
+}
 _CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUT_TYPES = frozenset(
     {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
@@ -66,17 +80,39 @@ class CodexRolloutImporter(Importer):
     name = FORMAT
     description = "Codex CLI rollout JSONL (response_item history)"
 
+    def __init__(self, *, limits: ImportLimits | None = None) -> None:
+        self.limits = limits
+
     def sniff(self, path: Path, head: bytes) -> bool:
-        data = decode_head(head)
-        record = parse_first_record(data)
-        if record is not None:
-            kind = record.get("type")
-            return (
-                isinstance(kind, str)
-                and kind in _RECORD_TYPES
-                and isinstance(record.get("payload"), dict)
+        return self.recognise(path, head).matched
+
+    def recognise(self, path: Path, sample: bytes) -> Recognition:
+        values, bad = sample_records(sample)
+        objects = [v for v in values if isinstance(v, dict)]
+        if not objects:
+            if _SNIFF.search(first_line(decode_head(sample))[:400]):
+                return Recognition(matched=True, score=0.6, reason="a first record of a rollout")
+            return Recognition(matched=False, reason="no JSON object on any complete line")
+        typed = [v for v in objects if isinstance(v.get("type"), str)]
+        shaped = [v for v in typed if isinstance(v.get("payload"), dict)]
+        rollout = [v for v in shaped if v["type"] in _RECORD_TYPES]
+        score = len(rollout) / (len(objects) + bad)
+        if not rollout:
+            return Recognition(
+                matched=False,
+                score=0.3 * len(shaped) / len(objects),
+                reason=f"none of the {len(objects)} records is a rollout record"
+                ' ({"type": session_meta|response_item|..., "payload": {...}})',
             )
-        return bool(_SNIFF.search(first_line(data)[:400]))
+        if len(rollout) < 0.8 * len(objects):
+            odd = next(v for v in objects if v not in rollout)
+            return Recognition(
+                matched=False,
+                score=score,
+                reason=f"{len(objects) - len(rollout)} of {len(objects)} records are not rollout"
+                f" records (e.g. type {str(odd.get('type'))[:40]!r})",
+            )
+        return Recognition(matched=True, score=score, reason="rollout records with payloads")
 
     def load(self, path: Path) -> list[ImportedConversation]:
         builder = ConversationBuilder(str(path))
@@ -86,7 +122,7 @@ class CodexRolloutImporter(Importer):
         nonzero_exits = 0
         records = 0
         torn_lines: list[int] = []
-        for item in iter_jsonl(path):
+        for item in iter_jsonl(path, self.limits):
             records += 1
             if item.part == 1:
                 torn_lines.append(item.line)
@@ -135,6 +171,7 @@ class CodexRolloutImporter(Importer):
         return [
             builder.build(
                 source_format=FORMAT,
+                skipped=dict(dropped),
                 conversation_id=str(meta.get("session_id") or path.name.split(".")[0]),
                 cwd=str(meta.get("cwd") or ""),
                 model=models.most_common(1)[0][0] if models else "",
@@ -170,10 +207,17 @@ def _response_item(
         if role == "assistant":
             builder.assistant(text or None, line=line)
         elif role in ("developer", "system"):
-            builder.plain("system", text, line=line, flags=("developer",))
+            builder.plain(
+                "system", text, line=line, flags=("developer",), harness="codex.developer_notice"
+            )
         elif role == "user":
-            flags = ("injected",) if text.lstrip().startswith(_INJECTED_PREFIXES) else ()
-            builder.plain("user", text, line=line, flags=flags)
+            start = text.lstrip()
+            harness = next(
+                (kind for prefix, kind in _INJECTED_PREFIXES.items() if start.startswith(prefix)),
+                None,
+            )
+            flags = ("injected",) if harness else ()
+            builder.plain("user", text, line=line, flags=flags, harness=harness)
         else:
             raise builder.error(line, f"message item has unknown role {role!r}")
     elif kind in _CALL_TYPES:

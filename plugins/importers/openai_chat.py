@@ -22,6 +22,7 @@ from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, 
 
 from .builder import CallSpec, ConversationBuilder
 from .reading import (
+    ImportLimits,
     decode_head,
     first_json_key,
     flatten_content,
@@ -42,6 +43,9 @@ class OpenAIChatImporter(Importer):
         " (LLM completion logs append their response as the final assistant turn)"
     )
 
+    def __init__(self, *, limits: ImportLimits | None = None) -> None:
+        self.limits = limits
+
     def sniff(self, path: Path, head: bytes) -> bool:
         data = decode_head(head)
         if _LIST_OF_MESSAGES.match(data):
@@ -49,7 +53,7 @@ class OpenAIChatImporter(Importer):
         return first_json_key(data) == "messages"
 
     def load(self, path: Path) -> list[ImportedConversation]:
-        document = load_json_document(path)
+        document = load_json_document(path, self.limits)
         response: Any = None
         extra: dict[str, Any] = {}
         if isinstance(document, list):

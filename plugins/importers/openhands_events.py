@@ -29,7 +29,15 @@ from typing import Any
 from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, hookimpl
 
 from .builder import CallSpec, ConversationBuilder
-from .reading import as_dict, decode_head, first_line, flatten_content, iter_jsonl, json_arguments
+from .reading import (
+    ImportLimits,
+    as_dict,
+    decode_head,
+    first_line,
+    flatten_content,
+    iter_jsonl,
+    json_arguments,
+)
 
 FORMAT = "openhands-events"
 _SNIFF = re.compile(rb'^\{\s*"instance_id"\s*:')
@@ -42,6 +50,9 @@ class OpenHandsEventsImporter(Importer):
     name = FORMAT
     description = "OpenHands evaluation output.jsonl event streams (one conversation per line)"
 
+    def __init__(self, *, limits: ImportLimits | None = None) -> None:
+        self.limits = limits
+
     def sniff(self, path: Path, head: bytes) -> bool:
         line = first_line(decode_head(head))
         if not _SNIFF.match(line):
@@ -52,7 +63,7 @@ class OpenHandsEventsImporter(Importer):
 
     def load(self, path: Path) -> list[ImportedConversation]:
         conversations: list[ImportedConversation] = []
-        for item in iter_jsonl(path):
+        for item in iter_jsonl(path, self.limits):
             conversations.append(_instance(path, item.value, item.line))
         if not conversations:
             raise ImportFormatError(f"{path}:1: empty file (no OpenHands instances)")
@@ -88,6 +99,7 @@ def _instance(path: Path, value: Any, line: int) -> ImportedConversation:
         builder.metadata["dropped_events"] = dict(sorted(dropped.items()))
     return builder.build(
         source_format=FORMAT,
+        skipped=dict(dropped),
         conversation_id=instance_id,
         title=instance_id,
         model=str(llm_config.get("model") or ""),

@@ -7,17 +7,22 @@ from collections.abc import Sequence
 from hermes_hookspecs import Message
 
 
-def check_sequence(messages: Sequence[Message]) -> list[str]:
+def check_sequence(messages: Sequence[Message], *, allow_open_end: bool = False) -> list[str]:
     """Problems with the tool-call ordering of ``messages`` (empty when valid).
 
-    The rules (chat-completions semantics):
+    The one validator every importer's output passes (the builder runs it;
+    ``tests/test_importers.py`` runs it over every bundled transcript). The
+    rules (chat-completions semantics):
 
     * every ``tool`` message answers a call of the assistant message right
-      before its run of tool messages (tool messages are contiguous);
+      before its run of tool messages (tool messages are contiguous), so no
+      message sits between a call and its result;
     * a call is answered at most once;
     * an assistant message's calls are all answered before the next
-      non-tool message; only the final assistant message, with nothing but
-      its own tool messages after it, may keep unanswered calls;
+      non-tool message, and by the end of the conversation (importers stub
+      a call the transcript never answered); with ``allow_open_end`` the
+      final assistant message, with nothing but its own tool messages after
+      it, may keep unanswered calls (a live turn waiting for its tools);
     * call ids are unique within the conversation;
     * an assistant message has text or tool calls.
     """
@@ -72,4 +77,11 @@ def check_sequence(messages: Sequence[Message]) -> list[str]:
         if calls:
             open_index = index
             open_calls = {call.id: False for call in calls}
+    if open_index is not None and not allow_open_end:
+        missing = [call_id for call_id, answered in open_calls.items() if not answered]
+        if missing:
+            problems.append(
+                f"message {open_index}: calls {missing} are never answered (the conversation"
+                " ends with them open)"
+            )
     return problems

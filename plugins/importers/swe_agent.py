@@ -25,6 +25,7 @@ from hermes_hookspecs import ImportedConversation, Importer, ImportFormatError, 
 
 from .builder import CallSpec, ConversationBuilder
 from .reading import (
+    ImportLimits,
     as_dict,
     decode_head,
     first_json_key,
@@ -46,8 +47,9 @@ class SweAgentImporter(Importer):
     name = FORMAT
     description = "SWE-agent .traj trajectories (0.x text actions, 1.x function calling)"
 
-    def __init__(self, *, include_demos: bool = False) -> None:
+    def __init__(self, *, include_demos: bool = False, limits: ImportLimits | None = None) -> None:
         self.include_demos = include_demos
+        self.limits = limits
 
     def sniff(self, path: Path, head: bytes) -> bool:
         data = decode_head(head)
@@ -57,7 +59,7 @@ class SweAgentImporter(Importer):
         return b'"trajectory"' in data or b'"history"' in data or path.suffix == ".traj"
 
     def load(self, path: Path) -> list[ImportedConversation]:
-        document = load_json_document(path)
+        document = load_json_document(path, self.limits)
         if not isinstance(document, dict) or not isinstance(document.get("history"), list):
             raise ImportFormatError(f"{path}:1: expected a .traj object with a 'history' list")
         history: list[Any] = document["history"]

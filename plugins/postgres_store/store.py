@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from hermes_core.storekit import (
     check_continuation,
     check_count,
     check_new_session,
+    check_search_scope,
     check_timeout,
     check_tool_pairing,
     check_ttl,
@@ -463,17 +464,19 @@ class PostgresSessionStore(SessionStore):
         query: str,
         *,
         session_id: str | None = None,
+        session_ids: Sequence[str] | None = None,
         include_compacted: bool = True,
         limit: int = 20,
     ) -> list[SearchHit]:
         if not isinstance(query, str):
             raise ValidationError(f"search query must be a str, got {type(query).__name__}")
         check_count(limit, "limit")
+        scope = check_search_scope(session_id, session_ids)
         with self._conn() as conn:
             return search.search(
                 conn,
                 query,
-                session_id=session_id,
+                session_ids=scope,
                 include_compacted=bool(include_compacted),
                 limit=limit,
             )

@@ -1,64 +1,52 @@
-"""Full-text search over the word and trigram FTS5 indexes.
+"""Search over the word and trigram FTS5 indexes, ranked by the shared rules.
 
-* The user's query is split on whitespace into terms; each term is passed to
-  FTS5 as a double-quoted string (inner quotes doubled), so FTS5 syntax in a
-  query (``AND``, ``NEAR``, ``*``, ``:``, parentheses, quotes) is plain text.
-* The word index (unicode61, diacritics folded) needs every term that has a
-  letter or digit; ranking is bm25.
-* The trigram index (``detail=none``: which rows hold a trigram, not where)
-  finds the candidate rows holding every trigram of each term of three or
-  more characters (at most :data:`TRIGRAMS_PER_TERM` spread over a long
-  term); each candidate's text is then checked to contain every term of the
-  query as a substring, case-insensitively. That matches substrings and CJK
-  text, which unicode61 does not split into words.
-* A query made only of terms shorter than three characters also scans for
-  substrings, within the session when ``session_id`` is given, otherwise in
-  the newest :data:`SHORT_SCAN_ROWS` messages.
-* Word matches rank first, by bm25 (``score = 1 + -bm25``, so >= 1);
-  substring-only matches follow (``score`` in ``[0, 1)``, by how often the
-  terms occur, damped by length). The trigram index is only asked when the
-  word index found fewer than ``limit`` rows, and is read newest first: for a
-  substring that matches very many rows, the candidates are the newest
-  ``3 * limit + 10`` (more if deduplication needs them).
-* A row carried forward by compaction and its origin (``origin_root``) are
-  reported once: the best-scoring copy, preferring the active one.
+What a query means and how hits rank is decided once, in
+:mod:`hermes_core.searchkit` (both stores use it); this module finds the
+candidate rows with SQLite's own indexes:
+
+* Terms go to FTS5 as double-quoted strings (inner quotes doubled), so FTS5
+  syntax in a query (``AND``, ``OR``, ``NEAR``, ``*``, ``^``, ``:``, column
+  filters, parentheses, quotes) is plain text; a term with several words
+  (``session.go``) is a phrase.
+* **Every term as words:** the word index (unicode61, diacritics folded)
+  asked for all terms at once, best bm25 first.
+* **Every term as substrings:** when that found fewer than ``limit`` rows,
+  the trigram index (``detail=none``: which rows hold a trigram, not where)
+  gives the rows holding every trigram of each term of three or more
+  characters (at most :data:`TRIGRAMS_PER_TERM` spread over a long term),
+  newest first; the ranking then keeps those whose text really covers the
+  terms. A query made only of terms shorter than three characters scans for
+  substrings instead, within the sessions asked, otherwise in the newest
+  :data:`SHORT_SCAN_ROWS` messages.
+* **Some of the terms:** when still short of ``limit``, the word index asked
+  for any term (``"a" OR "b" ...``), best bm25 first, plus the trigram index
+  for any term as a substring (``(t1 trigrams) OR (t2 trigrams) ...``),
+  newest first.
+* Sessions are searched one by one within their id range (``rowid
+  BETWEEN``), so the cost follows the sessions asked, not the database.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from hermes_core.searchkit import Candidate, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
 
 from .rows import search_text
 
 SHORT_SCAN_ROWS = 50_000
 TRIGRAMS_PER_TERM = 12
-SNIPPET_RADIUS = 60
 _MAX_CANDIDATES = 20_000
-_WORDISH = re.compile(r"\w", re.UNICODE)
-_SPACES = re.compile(r"\s+")
+WORD = "messages_fts_word"
+TRIGRAM = "messages_fts_tri"
 
 
 def quote(term: str) -> str:
     """An FTS5 string literal matching ``term`` as text."""
     return '"' + term.replace('"', '""') + '"'
-
-
-@dataclass(frozen=True)
-class ParsedQuery:
-    """A user query split into what each index is asked."""
-
-    terms: tuple[str, ...]
-    word_match: str | None
-    tri_match: str | None
-    short_terms: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def empty(self) -> bool:
-        return not self.terms
 
 
 def trigrams(term: str) -> list[str]:
@@ -70,71 +58,82 @@ def trigrams(term: str) -> list[str]:
     return list(dict.fromkeys(grams))
 
 
-def parse(query: str) -> ParsedQuery:
-    """Split and escape a user query (see module docstring)."""
-    seen: dict[str, None] = {}
-    for term in query.replace("\x00", " ").split():
-        seen.setdefault(term, None)
-    terms = tuple(seen)
-    word_terms = [t for t in terms if _WORDISH.search(t)]
-    tri_terms = [t for t in terms if len(t) >= 3]
-    short = tuple(t for t in terms if len(t) < 3)
-    return ParsedQuery(
-        terms=terms,
-        word_match=" ".join(quote(t) for t in word_terms) if word_terms else None,
-        tri_match=" ".join(quote(g) for t in tri_terms for g in trigrams(t)) if tri_terms else None,
-        short_terms=short,
-    )
+def trigram_match(term: str) -> str:
+    """An FTS5 trigram query for rows holding every trigram of ``term``."""
+    return " ".join(quote(gram) for gram in trigrams(term))
 
 
-def _fts_candidates(
+@dataclass(frozen=True)
+class Scope:
+    """Where to look: one session's id range, or (``session_id`` None) everywhere."""
+
+    session_id: str | None = None
+    low: int = 0
+    high: int = 0
+
+
+def scopes(conn: sqlite3.Connection, session_ids: Sequence[str] | None) -> list[Scope]:
+    """One scope per stored session asked for (none when none of them exists)."""
+    if session_ids is None:
+        return [Scope()]
+    out = []
+    for sid in dict.fromkeys(session_ids):
+        lo, hi = conn.execute(
+            "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (sid,)
+        ).fetchall()[0]
+        if lo is not None:
+            out.append(Scope(sid, int(lo), int(hi)))
+    return out
+
+
+def _fts(
     conn: sqlite3.Connection,
     table: str,
     match: str,
-    session_id: str | None,
+    scope: Scope,
     active_only: bool,
-    id_range: tuple[int, int] | None,
     k: int,
     *,
     newest_first: bool = False,
 ) -> list[tuple[int, float]]:
+    """``(rowid, relevance)`` of up to ``k`` rows of ``table`` matching ``match`` in ``scope``."""
     where = [f"{table} MATCH ?"]
     params: list[object] = [match]
-    if id_range is not None:
-        where.append(f"{table}.rowid BETWEEN ? AND ?")
-        params.extend(id_range)
     join = ""
-    if session_id is not None or active_only:
+    if scope.session_id is not None:
+        where.append(f"{table}.rowid BETWEEN ? AND ?")
+        params.extend((scope.low, scope.high))
+    if scope.session_id is not None or active_only:
         join = f" CROSS JOIN messages m ON m.id = {table}.rowid"
-        if session_id is not None:
+        if scope.session_id is not None:
             where.append("m.session_id = ?")
-            params.append(session_id)
+            params.append(scope.session_id)
         if active_only:
             where.append("m.active = 1")
     params.append(k)
     if newest_first:  # streams in rowid order and stops after k rows
-        score, order = "0.0", f"{table}.rowid DESC"
+        relevance, order = "0.0", f"{table}.rowid DESC"
     else:
-        score, order = f"bm25({table})", "s"
+        relevance, order = f"bm25({table})", "s"
     sql = (
-        f"SELECT {table}.rowid, {score} AS s FROM {table}{join} "
+        f"SELECT {table}.rowid, {relevance} AS s FROM {table}{join} "
         f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
-    return [(int(rowid), -float(score)) for rowid, score in conn.execute(sql, params).fetchall()]
+    return [(int(rowid), -float(s)) for rowid, s in conn.execute(sql, params).fetchall()]
 
 
 def _short_scan(
     conn: sqlite3.Connection,
     terms: tuple[str, ...],
-    session_id: str | None,
+    scope: Scope,
     active_only: bool,
     k: int,
-) -> list[tuple[int, float]]:
+) -> list[int]:
     where: list[str] = []
     params: list[object] = []
-    if session_id is not None:
+    if scope.session_id is not None:
         where.append("session_id = ?")
-        params.append(session_id)
+        params.append(scope.session_id)
     else:
         top = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0
         where.append("id > ?")
@@ -147,131 +146,144 @@ def _short_scan(
         params.append(f"%{escaped}%")
     params.append(k)
     sql = f"SELECT id FROM messages WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
-    return [(int(row[0]), 0.01) for row in conn.execute(sql, params).fetchall()]
+    return [int(row[0]) for row in conn.execute(sql, params).fetchall()]
 
 
-def substring_score(lowered: str, terms: tuple[str, ...]) -> float:
-    """A score in ``[0, 1)`` for a substring-only match: term frequency, damped by length."""
-    found = sum(lowered.count(term.lower()) for term in terms)
-    weight = found / (1.0 + len(lowered) / 1000.0)
-    return weight / (1.0 + weight)
+class _Found:
+    """Candidate ids gathered so far: relevance by id, and which matched every term."""
 
+    def __init__(self) -> None:
+        self.relevance: dict[int, float | None] = {}
+        self.all_words: set[int] = set()
+        self.full = False
+        self.rows: dict[int, Candidate] = {}  # fetched rows, by id
 
-def snippet(text: str, terms: tuple[str, ...]) -> str:
-    """About ``2 * SNIPPET_RADIUS`` characters of ``text`` around the first term found."""
-    lowered = text.lower()
-    hits = [i for i in (lowered.find(t.lower()) for t in terms) if i >= 0]
-    at = min(hits) if hits else 0
-    start = max(0, at - SNIPPET_RADIUS)
-    end = min(len(text), at + SNIPPET_RADIUS)
-    piece = _SPACES.sub(" ", text[start:end]).strip()
-    return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
+    def add(self, rows: list[tuple[int, float]], k: int, *, scored: bool, every: bool) -> None:
+        self.full |= len(rows) >= k
+        for rowid, relevance in rows:
+            held = self.relevance.get(rowid)
+            if scored and (held is None or held < relevance):
+                self.relevance[rowid] = max(relevance, 0.0)
+            else:
+                self.relevance.setdefault(rowid, None)
+            if every:
+                self.all_words.add(rowid)
 
 
 def search(
     conn: sqlite3.Connection,
     query: str,
     *,
-    session_id: str | None,
+    session_ids: Sequence[str] | None,
     include_compacted: bool,
     limit: int,
 ) -> list[SearchHit]:
     """Run a search inside the caller's read transaction."""
-    parsed = parse(query)
-    if parsed.empty or limit <= 0:
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    where = scopes(conn, session_ids)
+    if not where:
         return []
     active_only = not include_compacted
-    id_range: tuple[int, int] | None = None
-    if session_id is not None:
-        lo, hi = conn.execute(
-            "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (session_id,)
-        ).fetchall()[0]
-        if lo is None:
-            return []
-        id_range = (int(lo), int(hi))
+    word_terms = [t for t in terms if has_word(t)]
+    tri_terms = [t for t in terms if len(t) >= 3]
+    short = tuple(t for t in terms if len(t) < 3)
+    every_word = len(word_terms) == len(terms)
     k = max(limit * 3 + 10, 30)
     while True:
-        scores: dict[int, float] = {}
-        by_word: set[int] = set()
-        full = False
-        if parsed.word_match is not None:
-            found = _fts_candidates(
-                conn, "messages_fts_word", parsed.word_match, session_id, active_only, id_range, k
-            )
-            full = len(found) >= k
-            for rowid, score in found:
-                scores[rowid] = 1.0 + max(score, 0.0)
-                by_word.add(rowid)
-            hits = _rank(conn, scores, by_word, parsed, limit)
+        found = _Found()
+        if word_terms:  # every term as words
+            match = " ".join(quote(t) for t in word_terms)
+            for scope in where:
+                rows = _fts(conn, WORD, match, scope, active_only, k)
+                found.add(rows, k, scored=True, every=every_word)
+            hits = _rank(conn, found, terms, limit, session_ids)
             if len(hits) >= limit:
-                return hits  # substring-only matches would all rank below these
-        if parsed.tri_match is not None:
-            found = _fts_candidates(
-                conn,
-                "messages_fts_tri",
-                parsed.tri_match,
-                session_id,
-                active_only,
-                id_range,
-                k,
-                newest_first=True,
-            )
-            full |= len(found) >= k
-            for rowid, _ in found:
-                scores.setdefault(rowid, -1.0)  # scored from the text in _rank
-        elif parsed.short_terms:
-            found = _short_scan(conn, parsed.short_terms, session_id, active_only, k)
-            full |= len(found) >= k
-            for rowid, score in found:
-                scores.setdefault(rowid, score)
-        hits = _rank(conn, scores, by_word, parsed, limit)
-        if len(hits) >= limit or not full or k >= _MAX_CANDIDATES:
+                return hits
+        if tri_terms:  # every term as substrings
+            match = " ".join(trigram_match(t) for t in tri_terms)
+            for scope in where:
+                rows = _fts(conn, TRIGRAM, match, scope, active_only, k, newest_first=True)
+                found.add(rows, k, scored=False, every=False)
+        elif short:
+            for scope in where:
+                ids = _short_scan(conn, short, scope, active_only, k)
+                found.add([(i, 0.0) for i in ids], k, scored=False, every=False)
+        if len(terms) > 1 and len(_rank(conn, found, terms, limit, session_ids)) < limit:
+            _any_term(conn, found, where, active_only, word_terms, tri_terms, k)
+        hits = _rank(conn, found, terms, limit, session_ids)
+        if len(hits) >= limit or not found.full or k >= _MAX_CANDIDATES:
             return hits
         k *= 4
 
 
+def _any_term(
+    conn: sqlite3.Connection,
+    found: _Found,
+    where: list[Scope],
+    active_only: bool,
+    word_terms: list[str],
+    tri_terms: list[str],
+    k: int,
+) -> None:
+    """Add the rows matching some of the terms: bm25-best as words, newest as substrings."""
+    if word_terms:
+        match = " OR ".join(quote(t) for t in word_terms)
+        for scope in where:
+            found.add(_fts(conn, WORD, match, scope, active_only, k), k, scored=True, every=False)
+    if tri_terms:
+        match = " OR ".join(f"({trigram_match(t)})" for t in tri_terms)
+        for scope in where:
+            rows = _fts(conn, TRIGRAM, match, scope, active_only, k, newest_first=True)
+            found.add(rows, k, scored=False, every=False)
+
+
 def _rank(
     conn: sqlite3.Connection,
-    scores: dict[int, float],
-    by_word: set[int],
-    parsed: ParsedQuery,
+    found: _Found,
+    terms: tuple[str, ...],
     limit: int,
+    session_ids: Sequence[str] | None,
 ) -> list[SearchHit]:
-    if not scores:
-        return []
-    ids = list(scores)
-    rows = conn.execute(
-        "SELECT id, session_id, role, content, tool_calls, active, compacted, created_at, "
-        "coalesce(origin_root, id) FROM messages WHERE id IN "
-        f"({','.join('?' * len(ids))})",
-        ids,
-    ).fetchall()
-    best: dict[int, tuple[tuple[float, int, int], SearchHit]] = {}
-    for mid, sid, role, content, calls, active, compacted, created_at, root in rows:
-        text = search_text(content, calls)
-        lowered = text.lower()
-        # a row the word index did not find must contain every term as a substring
-        # (the trigram index only said it holds their trigrams somewhere)
-        if mid not in by_word and not all(t.lower() in lowered for t in parsed.terms):
-            continue
-        score = scores[mid]
-        if score < 0:
-            score = substring_score(lowered, parsed.terms)
-        key = (score, int(active), int(mid))
-        if root in best and best[root][0] >= key:
-            continue
-        best[root] = (
-            key,
-            SearchHit(
-                message_id=mid,
+    missing = [i for i in found.relevance if i not in found.rows]
+    allowed = None if session_ids is None else set(session_ids)
+    for first in range(0, len(missing), 500):
+        chunk = missing[first : first + 500]
+        for (
+            mid,
+            sid,
+            role,
+            content,
+            calls,
+            active,
+            compacted,
+            created_at,
+            root,
+            cap,
+        ) in conn.execute(
+            "SELECT id, session_id, role, content, tool_calls, active, compacted, created_at, "
+            "coalesce(origin_root, id), fts_cap FROM messages "
+            f"WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall():
+            if allowed is not None and sid not in allowed:
+                continue  # never a row of another session
+            found.rows[int(mid)] = Candidate(
+                message_id=int(mid),
                 session_id=sid,
                 role=role,
-                snippet=snippet(text, parsed.terms),
-                score=score,
                 active=bool(active),
                 compacted=bool(compacted),
                 created_at=created_at,
-            ),
-        )
-    ordered = sorted(best.values(), key=lambda item: item[0], reverse=True)
-    return [hit for _, hit in ordered[:limit]]
+                root=int(root),
+                text=search_text(content, calls)[: int(cap)],  # what the indexes hold
+            )
+    candidates = []
+    for mid, relevance in found.relevance.items():
+        cand = found.rows.get(mid)
+        if cand is not None:
+            cand.relevance = relevance
+            cand.all_words = mid in found.all_words
+            candidates.append(cand)
+    return rank(candidates, terms, limit)

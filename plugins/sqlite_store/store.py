@@ -8,6 +8,7 @@ import logging
 import sqlite3
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from hermes_core.storekit import (
     SUCCESSOR_SQL,
     check_continuation,
     check_count,
+    check_search_scope,
     check_tool_pairing,
     check_ttl,
     coerce_messages,
@@ -680,6 +682,7 @@ class SqliteSessionStore(SessionStore):
         query: str,
         *,
         session_id: str | None = None,
+        session_ids: Sequence[str] | None = None,
         include_compacted: bool = True,
         limit: int = 20,
     ) -> list[SearchHit]:
@@ -687,11 +690,12 @@ class SqliteSessionStore(SessionStore):
             raise ValidationError(f"search query must be a string, got {type(query).__name__}")
         if not isinstance(limit, int) or limit < 0:
             raise ValidationError(f"search limit must be an integer >= 0, got {limit!r}")
+        scope = check_search_scope(session_id, session_ids)
         with self._db.read() as conn:
             return run_search(
                 conn,
                 query,
-                session_id=session_id,
+                session_ids=scope,
                 include_compacted=include_compacted,
                 limit=limit,
             )

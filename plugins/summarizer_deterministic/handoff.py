@@ -1,208 +1,197 @@
-"""The ``deterministic`` summarizer: an offline, extractive handoff.
+"""The ``deterministic`` summarizer: an offline, extractive handoff built from facts.
 
-No model is called; every line is copied or mechanically derived from the
-messages, with ``message id N`` recovery anchors so session search can open
-the original. Section by section:
+No model is called. The handoff is made of the facts the engine extracted
+from the original middle (:mod:`hermes_plugin_compressor.facts`; the
+summarizer extracts them itself when called without them), each line quoting
+the session verbatim and naming the message it came from as ``#N`` (the id
+``session_open(message_id=N)`` opens). Section by section:
 
-* **Goal** - the previous goal, else the first user message (cut), plus the focus.
-* **Constraints** - user sentences with must / never / don't / always / only ...
-* **Progress** - one line per assistant step: its first line of text and the
-  tools it called, with the anchor; the previous progress is kept and the
-  oldest lines go first when over budget.
-* **Decisions** - assistant sentences that state a choice (decided, instead,
-  because, I'll ...).
-* **Files** - file paths mentioned (files before directories, newest first),
-  merged with the previous list.
-* **Next Steps** - the last assistant text's closing lines, and the focus.
-* **Critical Context** - error lines and exception names (newest first) and
-  the ``on_pre_compress`` insights.
+* **Goal** - the previous goal, else the user's first real request, plus the focus.
+* **Constraints** - rules the user set, in their words.
+* **Progress** - the digest: the user's requests, the agent's answers, and
+  the commands it ran with their outcome, in order, best first within the
+  budget (a fact's kind and recency decide), so each compression keeps what
+  an engineer resuming the work would ask about.
+* **Decisions** - sentences in which the agent states a choice or its reason.
+* **Files** - files the agent created or edited, newest first.
+* **Next Steps** - the last thing the agent said it would do, and the focus.
+* **Critical Context** - exact error lines with the command that produced
+  them, and the ``on_pre_compress`` insights.
 
-The output is bounded by ``max_output_tokens`` (about four characters a token).
-It never raises for content reasons, which makes it the failure fallback.
+Harness text (:attr:`Message.harness`) is never quoted as the user's words.
+Each section keeps the previous handoff's lines at slightly lower priority,
+so re-compressions update the handoff instead of restarting it. The output is
+bounded by ``max_output_tokens`` (about four characters a token, split
+between the sections by fixed shares). It never raises for content reasons,
+which makes it the failure fallback.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from hermes_hookspecs import HandoffSummary, Message, Summarizer, SummaryRequest, SummaryResult
-from hermes_plugin_compressor.identifiers import extract_identifiers
-from hermes_plugin_compressor.prune import short_args
+from hermes_hookspecs import (
+    HandoffFact,
+    HandoffSummary,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+)
+from hermes_plugin_compressor.facts import WEIGHTS, extract_facts, select_facts
 
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
-_CONSTRAINT = re.compile(
-    r"\b(?:must|never|don't|do not|always|only|should not|shouldn't|avoid|without|required?)\b",
-    re.IGNORECASE,
-)
-_DECISION = re.compile(
-    r"\b(?:decided|decide|instead|because|I'll|I will|we will|chose|choose|the fix|approach|"
-    r"root cause|the issue is|the problem is)\b",
-    re.IGNORECASE,
-)
 #: share of the output budget per section (chars = tokens * 4 * share)
-_SHARES = {
-    "goal": 0.10,
-    "constraints": 0.10,
-    "progress": 0.35,
-    "decisions": 0.12,
-    "files": 0.10,
-    "next_steps": 0.08,
-    "critical_context": 0.15,
+SHARES = {
+    "goal": 0.05,
+    "constraints": 0.06,
+    "progress": 0.68,
+    "decisions": 0.06,
+    "files": 0.03,
+    "next_steps": 0.03,
+    "critical_context": 0.09,
 }
+#: the label each fact kind carries in a rendered line, and back
+LABELS = {
+    "request": "user",
+    "constraint": "rule",
+    "error": "error",
+    "decision": "decided",
+    "answer": "agent",
+    "command": "ran",
+    "file": "file",
+}
+_KINDS = {label: kind for kind, label in LABELS.items()}
+_LINE = re.compile(r"^- #(\d+|\?) (\w+): (.*)$")
+#: a previous handoff's line weighs this much less than a fresh fact of its kind
+CARRIED_PENALTY = 0.5  # lines read back from another summarizer's handoff
+ANCHOR_NOTE = "#N is a message id: session_open(message_id=N) opens the original."
 
 
-def _anchor(message_id: int | None) -> str:
-    return f" (message id {message_id})" if message_id is not None else ""
+def render_fact(fact: HandoffFact) -> str:
+    anchor = str(fact.message_id) if fact.message_id is not None else "?"
+    return f"- #{anchor} {LABELS[fact.kind]}: {fact.text}"
 
 
-def _first_line(text: str, limit: int = 160) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return ""
+def parse_lines(body: str) -> list[HandoffFact]:
+    """The facts of a rendered section, oldest first, at carried-forward priority."""
+    out: list[HandoffFact] = []
+    lines = [line for line in body.splitlines() if line.startswith("- #")]
+    for order, line in enumerate(lines):
+        match = _LINE.match(line)
+        if match is None or match.group(2) not in _KINDS:
+            continue
+        kind = _KINDS[match.group(2)]
+        mid = None if match.group(1) == "?" else int(match.group(1))
+        out.append(
+            HandoffFact(
+                kind=kind,  # type: ignore[arg-type]
+                text=match.group(3),
+                message_id=mid,
+                position=order - len(lines),  # before every fresh fact
+                score=WEIGHTS[kind] - CARRIED_PENALTY + order / max(1, len(lines)),
+            )
+        )
+    return out
 
 
-def _bounded_lines(lines: Sequence[str], limit: int, *, keep_newest: bool) -> str:
-    """Join lines within ``limit`` chars, dropping the oldest (or newest) first."""
-    ordered = list(reversed(lines)) if keep_newest else list(lines)
-    out: list[str] = []
-    used = 0
-    for line in ordered:
-        if used + len(line) + 1 > limit:
-            dropped = len(ordered) - len(out)
-            out.append(f"- … {dropped} more line(s) omitted; search the session for them")
-            break
-        out.append(line)
-        used += len(line) + 1
-    if keep_newest:
-        out.reverse()
-    return "\n".join(out)
+def _carried(previous: HandoffSummary) -> list[HandoffFact]:
+    """The previous handoff's facts, before every fresh one, at their own scores.
+
+    A handoff this summarizer wrote keeps its facts (``HandoffSummary.facts``);
+    one written by another summarizer is read back from its rendered lines.
+    """
+    if previous.facts:
+        n = len(previous.facts)
+        return [f.model_copy(update={"position": i - n}) for i, f in enumerate(previous.facts)]
+    out: list[HandoffFact] = []
+    for body in (
+        previous.progress,
+        previous.constraints,
+        previous.decisions,
+        previous.critical_context,
+    ):
+        out.extend(parse_lines(body))
+    return out
 
 
-def _merge(previous: str, new: Iterable[str]) -> list[str]:
-    lines = [line for line in previous.splitlines() if line.strip() and "omitted;" not in line]
-    seen = set(lines)
-    for line in new:
-        if line not in seen:
-            seen.add(line)
-            lines.append(line)
-    return lines
+def _section(facts: Sequence[HandoffFact], kinds: set[str], budget_chars: int) -> list[HandoffFact]:
+    return select_facts([f for f in facts if f.kind in kinds], budget_chars)
+
+
+def _render(facts: Sequence[HandoffFact]) -> str:
+    return "\n".join(render_fact(f) for f in facts)
 
 
 class DeterministicSummarizer(Summarizer):
-    """Extractive handoff with the seven sections and recovery anchors; never calls a model."""
+    """Extractive handoff from the middle's facts, with message-id anchors; never calls a model."""
 
     name = "deterministic"
     context_length = None
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
-        messages = request.messages
-        ids: list[int | None] = list(request.recovery_ids)
-        ids += [None] * (len(messages) - len(ids))
+        facts = list(request.facts)
+        if not facts:
+            ids: list[int | None] = list(request.recovery_ids)
+            ids += [None] * (len(request.messages) - len(ids))
+            facts = extract_facts(request.messages, ids)
         budget = max(400, request.max_output_tokens * 4)
-        limit = {key: int(budget * share) for key, share in _SHARES.items()}
+        limit = {key: int(budget * share) for key, share in SHARES.items()}
         prev = request.previous_summary or HandoffSummary()
 
-        goal = prev.goal or self._goal(messages, ids, limit["goal"])
+        goal = prev.goal or self._goal(facts, limit["goal"])
+        if not prev.goal:  # the first request is the goal: not quoted twice
+            first = next((f for f in facts if f.kind == "request"), None)
+            facts = [f for f in facts if f is not first]
         if request.focus:
             goal = f"{goal}\nFocus for what follows: {request.focus}".strip()
+        pool = [*_carried(prev), *facts]
+        progress = _section(pool, {"request", "answer", "command"}, limit["progress"])
+        progress_text = _render(progress)
+        constraints = _section(pool, {"constraint"}, limit["constraints"])
+        decisions = _section(
+            [f for f in pool if f.kind == "decision" and f.text not in progress_text],
+            {"decision"},
+            limit["decisions"],
+        )
+        head = [f"- insight: {insight}" for insight in request.insights]
+        room = max(0, limit["critical_context"] - sum(len(line) + 1 for line in head))
+        errors = _section(pool, {"error"}, room)
         summary = HandoffSummary(
             goal=goal[: limit["goal"] + 200],
-            constraints=_bounded_lines(
-                _merge(prev.constraints, self._constraints(messages, ids)),
-                limit["constraints"],
-                keep_newest=False,
-            ),
-            progress=_bounded_lines(
-                _merge(prev.progress, self._progress(messages, ids)),
-                limit["progress"],
-                keep_newest=True,
-            ),
-            decisions=_bounded_lines(
-                _merge(prev.decisions, self._decisions(messages, ids)),
-                limit["decisions"],
-                keep_newest=True,
-            ),
-            files=self._files(messages, prev.files, limit["files"]),
-            next_steps=self._next_steps(messages, ids, request.focus, limit["next_steps"])
+            constraints=_render(constraints),
+            progress=f"{ANCHOR_NOTE}\n{progress_text}" if progress else "",
+            decisions=_render(decisions),
+            files=self._files(facts, prev.files, limit["files"]),
+            next_steps=self._next_steps(facts, request.focus, limit["next_steps"])
             or prev.next_steps,
-            critical_context=self._critical(
-                messages, prev.critical_context, request.insights, limit["critical_context"]
-            ),
+            critical_context="\n".join([*head, _render(errors)] if errors else head),
             summarizer=self.name,
+            facts=sorted([*constraints, *progress, *decisions, *errors], key=lambda f: f.position),
         )
         return SummaryResult(summary=summary, summarizer=self.name)
 
     # -- sections ------------------------------------------------------------------
     @staticmethod
-    def _goal(messages: Sequence[Message], ids: Sequence[int | None], limit: int) -> str:
-        for message, mid in zip(messages, ids, strict=True):
-            if message.role == "user" and message.kind == "message":
-                text = " ".join(message.text().split())
-                if len(text) > limit:
-                    text = text[:limit] + "…"
-                return text + _anchor(mid)
-        return ""
+    def _goal(facts: Sequence[HandoffFact], limit: int) -> str:
+        first = next((f for f in facts if f.kind == "request"), None)
+        if first is None:
+            return ""
+        text = first.text if len(first.text) <= limit else first.text[:limit] + "…"
+        anchor = f" (#{first.message_id})" if first.message_id is not None else ""
+        return text + anchor
 
     @staticmethod
-    def _constraints(messages: Sequence[Message], ids: Sequence[int | None]) -> list[str]:
-        out: list[str] = []
-        for message, mid in zip(messages, ids, strict=True):
-            if message.role != "user" or message.kind != "message":
-                continue
-            for sentence in _SENTENCE.findall(message.text()):
-                sentence = sentence.strip()
-                if 12 <= len(sentence) <= 240 and _CONSTRAINT.search(sentence):
-                    out.append(f"- {sentence}{_anchor(mid)}")
-        return out
-
-    @staticmethod
-    def _progress(messages: Sequence[Message], ids: Sequence[int | None]) -> list[str]:
-        out: list[str] = []
-        for message, mid in zip(messages, ids, strict=True):
-            if message.role != "assistant":
-                continue
-            parts = []
-            first = _first_line(message.text())
-            if first:
-                parts.append(first)
-            for call in message.tool_calls or []:
-                parts.append(f"{call.function.name}({short_args(call.function.arguments, 80)})")
-            if parts:
-                out.append("- " + " | ".join(parts) + _anchor(mid))
-        return out
-
-    @staticmethod
-    def _decisions(messages: Sequence[Message], ids: Sequence[int | None]) -> list[str]:
-        out: list[str] = []
-        for message, mid in zip(messages, ids, strict=True):
-            if message.role != "assistant":
-                continue
-            for sentence in _SENTENCE.findall(message.text()):
-                sentence = sentence.strip()
-                if 20 <= len(sentence) <= 240 and _DECISION.search(sentence):
-                    out.append(f"- {sentence}{_anchor(mid)}")
-        return out[-12:]
-
-    @staticmethod
-    def _files(messages: Sequence[Message], previous: str, limit: int) -> str:
+    def _files(facts: Sequence[HandoffFact], previous: str, limit: int) -> str:
         paths: dict[str, None] = {}
-        for message in reversed(messages):
-            text = message.text()
-            for call in message.tool_calls or []:
-                text += "\n" + call.function.arguments
-            for _kind, value in extract_identifiers(text, ("path",)):
-                paths.setdefault(value, None)
+        for fact in reversed(facts):
+            if fact.kind == "file":
+                paths.setdefault(fact.text, None)
         for value in (v.strip() for v in previous.split(", ")):
-            if value and "omitted" not in value:
+            if value:
                 paths.setdefault(value, None)
-        # files (with an extension) before directories and URL-like paths
-        ranked = sorted(paths, key=lambda v: "." not in v.rsplit("/", 1)[-1])
         out: list[str] = []
         used = 0
-        for value in ranked:
+        for value in paths:
             if used + len(value) + 2 > limit:
                 break
             out.append(value)
@@ -210,36 +199,13 @@ class DeterministicSummarizer(Summarizer):
         return ", ".join(out)
 
     @staticmethod
-    def _next_steps(
-        messages: Sequence[Message], ids: Sequence[int | None], focus: str | None, limit: int
-    ) -> str:
+    def _next_steps(facts: Sequence[HandoffFact], focus: str | None, limit: int) -> str:
         parts: list[str] = []
-        for message, mid in zip(reversed(messages), reversed(ids), strict=True):
-            text = message.text().strip()
-            if message.role == "assistant" and text:
-                lines = [line.strip() for line in text.splitlines() if line.strip()]
-                tail = " ".join(lines[-3:])
-                if len(tail) > limit:
-                    tail = "…" + tail[-limit:]
-                parts.append(f"Last stated by the assistant{_anchor(mid)}: {tail}")
-                break
+        last = next((f for f in reversed(facts) if f.kind == "answer"), None)
+        if last is not None:
+            text = last.text if len(last.text) <= limit else "…" + last.text[-limit:]
+            anchor = f" (#{last.message_id})" if last.message_id is not None else ""
+            parts.append(f"Last stated by the agent{anchor}: {text}")
         if focus:
             parts.append(f"Focus requested: {focus}")
         return "\n".join(parts)
-
-    @staticmethod
-    def _critical(
-        messages: Sequence[Message], previous: str, insights: Sequence[str], limit: int
-    ) -> str:
-        lines = [f"- insight: {insight}" for insight in insights]
-        errors: dict[str, None] = {}
-        names: dict[str, None] = {}
-        for message in reversed(messages):
-            for kind, value in extract_identifiers(message.text(), ("error", "exception")):
-                (errors if kind == "error" else names).setdefault(value, None)
-        if names:
-            lines.append("- exceptions seen: " + ", ".join(list(names)[:20]))
-        lines.extend(f"- error: {value}" for value in list(errors)[:12])
-        merged = _merge(previous, [])
-        lines += [line for line in merged if line not in lines]
-        return _bounded_lines(lines, limit, keep_newest=False)

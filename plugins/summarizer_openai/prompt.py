@@ -42,6 +42,28 @@ _HEADING = re.compile(
 )
 #: characters of one message shown to the summarizer (the engine bounds tokens already)
 MESSAGE_CHARS = 60_000
+#: the most facts listed as must-keep material (best first by the engine's score)
+MAX_FACTS = 400
+FACT_LABELS = {
+    "request": "user request",
+    "constraint": "user constraint",
+    "error": "error",
+    "decision": "decision",
+    "answer": "agent said",
+    "command": "ran",
+    "file": "file changed",
+}
+
+
+def render_facts(request: SummaryRequest) -> str:
+    """The engine's facts as a list the model must keep verbatim (best first, within a cap)."""
+    best = sorted(request.facts, key=lambda f: -f.score)[:MAX_FACTS]
+    best.sort(key=lambda f: f.position)
+    lines = []
+    for fact in best:
+        tag = f"[message id {fact.message_id}] " if fact.message_id is not None else ""
+        lines.append(f"- {tag}{FACT_LABELS[fact.kind]}: {fact.text}")
+    return "\n".join(lines)
 
 
 def render_previous(summary: HandoffSummary) -> str:
@@ -75,6 +97,14 @@ def _context_block(request: SummaryRequest) -> list[str]:
             "<previous_summary>\n"
             + render_previous(request.previous_summary)
             + "\n</previous_summary>"
+        )
+    if request.facts:
+        parts.append(
+            "Facts extracted from the original messages (before tool output was cut). Keep "
+            "every one you can, copied verbatim, in the section it belongs to: the user's "
+            "requests and constraints in their own words, exact error lines with the command "
+            "that produced them, commands with their outcome, decisions and their reasons, "
+            "files changed.\n<facts>\n" + render_facts(request) + "\n</facts>"
         )
     if request.insights:
         parts.append(

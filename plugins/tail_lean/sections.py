@@ -21,8 +21,8 @@ QUOTES_TITLE = "User Quotes"
 INDEX_TITLE = "Identifier Index"
 POINTERS_TITLE = "Recovery Pointers"
 POINTERS_INTRO = (
-    "Compacted messages stay in the session store: session search finds them by any "
-    "identifier above and opens one by its message id."
+    "Compacted messages stay in the session store: session_search(query=...) finds them by "
+    "any identifier above, session_open(message_id=N) opens one by its message id."
 )
 _QUOTE_HEAD = re.compile(r"^\(message id (\d+)\) ", re.MULTILINE)
 
@@ -31,7 +31,11 @@ def render_quote(message_id: int | None, text: str, cap_chars: int) -> str:
     text = text.strip()
     label = f"(message id {message_id}) " if message_id is not None else "(message id ?) "
     if len(text) > cap_chars:
-        where = f"message id {message_id}" if message_id is not None else "session search"
+        where = (
+            f"session_open(message_id={message_id})"
+            if message_id is not None
+            else "session_search(query=...)"
+        )
         text = text[:cap_chars].rstrip() + f"… [cut; full text: {where}]"
     return label + text
 

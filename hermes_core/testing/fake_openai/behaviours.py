@@ -64,10 +64,10 @@ class Reply(_Behaviour):
     refusal: str | None = None
     output_items: list[dict[str, Any]] | None = None
     chunk_chars: int = Field(default=8, ge=1, description="characters per streamed delta")
-    tool_calls: list[ToolCallReply] = Field(
-        default_factory=list,
-        description="function calls to make (chat: finish_reason tool_calls; Responses: "
-        "function_call items after the text)",
+    tool_calls: list[ToolCallReply] | None = Field(
+        default=None,
+        description="function calls to make, as ToolCallReply or {'id', 'name', 'arguments'} "
+        "dicts (chat: finish_reason tool_calls; Responses: function_call items after the text)",
     )
     usage: dict[str, int] | None = Field(
         default=None,

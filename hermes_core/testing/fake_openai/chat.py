@@ -46,7 +46,7 @@ class ChatCompletions(_Wire):
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments_json()},
             }
-            for call in b.tool_calls
+            for call in b.tool_calls or []
         ]
 
     def _send_chat(self, h: _Handler, body: dict[str, Any], b: Reply) -> None:

@@ -77,7 +77,7 @@ class ResponsesAPI(_Wire):
                     "content": [part],
                 }
             )
-        for call in b.tool_calls:
+        for call in b.tool_calls or []:
             items.append(
                 {
                     "id": f"fc_{uuid.uuid4().hex[:24]}",

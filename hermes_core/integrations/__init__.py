@@ -1,0 +1,10 @@
+"""Doors in for stacks built on other libraries; each module needs its optional extra.
+
+- :mod:`.agents_sdk` (extra ``agents``): an OpenAI Agents SDK ``Session`` on the store;
+  :mod:`.agents_items` maps the SDK's items to messages and back (no SDK import).
+- :mod:`.mcp_server` (extra ``mcp``): ``hermes-core mcp``, session recall over MCP;
+  :mod:`.recall_service` holds its scope, budgets and calls (no MCP import).
+
+The rest of the core imports nothing from here; the ``mcp`` command imports
+:mod:`.mcp_server` only when it runs.
+"""

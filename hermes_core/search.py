@@ -1,0 +1,227 @@
+"""Search with context: store hits opened into the places they sit in a session.
+
+:func:`search_with_context` is what a recovery tool, ``hermes-core sessions
+search`` and the replay's one-search scoring call: one store search over a
+set of sessions (a session and its rotation ancestors), each hit returned with
+its neighbouring stored messages in write order. Hits whose windows overlap
+are one place: the window is merged and counts once against ``limit``, so
+five results are five distinct places in the history.
+
+:func:`content_words` is the query an agent would type for a question (the
+rule of the recall probes), and :func:`message_text` the text of a message a
+reader sees (content, tool-call names, raw arguments and their decoded
+string values).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hermes_core.storekit import check_count
+from hermes_hookspecs.messages import Message, content_text
+from hermes_hookspecs.records import SearchHit, StoredMessage
+from hermes_hookspecs.store import SessionStore
+
+__all__ = [
+    "STOPWORDS",
+    "SearchResult",
+    "content_words",
+    "message_text",
+    "search_with_context",
+]
+
+_STOPWORD_TEXT = """
+a an the of to in on at for by with from what which who whom whose when where why how did does do
+was were is are be been being that this these those it its into than then there their they them his
+her agent user users asked ask tell said say says first last later again exact exactly name named
+about after before while during under over as or and not no yes can could would should will may
+might get got make made use used using run ran report reported show shown kind via per
+"""
+#: Common words a query for a question leaves out (the recall probes' list).
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_QUERY_WORD = re.compile(r"[A-Za-z0-9_./'-]+")
+
+
+def content_words(question: str, k: int = 8) -> list[str]:
+    """The words of ``question`` worth searching for: no common words, none under
+    three characters, the first ``k`` kept (the recall probes' query rule)."""
+    words = [
+        word
+        for word in _QUERY_WORD.findall(question)
+        if word.lower().strip("'") not in STOPWORDS and len(word) > 2
+    ]
+    return words[:k]
+
+
+def _string_leaves(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _string_leaves(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _string_leaves(item, out)
+
+
+def message_text(message: Message) -> str:
+    """What a reader sees of ``message``: its content, then for each tool call the
+    function name, the raw ``arguments`` string and the decoded string values of
+    those arguments (so text escaped inside the JSON is found as written)."""
+    parts = [content_text(message.content)]
+    for call in message.tool_calls or []:
+        parts.append(call.function.name)
+        parts.append(call.function.arguments)
+        try:
+            decoded = json.loads(call.function.arguments)
+        except ValueError:
+            continue
+        _string_leaves(decoded, parts)
+    return "\n".join(part for part in parts if part)
+
+
+class SearchResult(BaseModel):
+    """One place in a session's history that a search found.
+
+    ``hit`` is the best-ranked hit of the place and ``message`` its stored
+    row; ``before`` and ``after`` are the stored messages around it in write
+    order, within the same session. When the windows of several hits overlap
+    they are merged into this one place: ``hits`` lists every hit inside it,
+    best first (``hits[0] is hit``), and the window spans all of them plus
+    ``neighbours`` messages on either side.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    hit: SearchHit
+    message: StoredMessage
+    before: list[StoredMessage]
+    after: list[StoredMessage]
+    hits: list[SearchHit]
+
+    @property
+    def window(self) -> list[StoredMessage]:
+        """Every message of the place, in write order."""
+        return [*self.before, self.message, *self.after]
+
+    def text(self) -> str:
+        """The text of the whole window (:func:`message_text` of each message)."""
+        return "\n\x00\n".join(message_text(row.message) for row in self.window)
+
+
+#: a search asks the store for at most this many hits while filling ``limit`` places
+MAX_HITS = 400
+
+
+def search_with_context(
+    store: SessionStore,
+    query: str,
+    *,
+    session_ids: Sequence[str] | None,
+    limit: int = 5,
+    neighbours: int = 1,
+    include_compacted: bool = True,
+) -> list[SearchResult]:
+    """Search ``session_ids`` for ``query`` and open each hit with its neighbours.
+
+    The store is asked for hits best first (:meth:`SessionStore.search`);
+    each opens a window of ``neighbours`` stored messages on either side, in
+    write order, within the hit's session. A hit whose window overlaps a
+    place already taken joins that place (its window widens) instead of
+    counting again, and more hits are asked for until ``limit`` distinct
+    places are filled or the store has no more.
+
+    :param store: the session store to search.
+    :param query: plain text (search syntax in it is text, never operators).
+    :param session_ids: the sessions to search, e.g. a session and its
+        rotation ancestors; no row of any other session is returned. ``None``
+        searches every session.
+    :param limit: at most this many places, best first.
+    :param neighbours: stored messages shown before and after each hit.
+    :param include_compacted: also search compacted history; when false,
+        the neighbours shown are active rows too.
+    :return: up to ``limit`` results, best first.
+    :raises ValidationError: a bad ``limit``, ``neighbours`` or scope (the
+        store's own checks apply to the query and the sessions).
+    """
+    check_count(limit, "limit")
+    check_count(neighbours, "neighbours")
+    if limit == 0 or (session_ids is not None and len(session_ids) == 0):
+        return []
+    wanted = limit * (2 * neighbours + 1)
+    while True:
+        hits = store.search(
+            query, session_ids=session_ids, include_compacted=include_compacted, limit=wanted
+        )
+        places = _places(store, hits, limit, neighbours, include_compacted)
+        if len(places) >= limit or len(hits) < wanted or wanted >= MAX_HITS:
+            return [place.result() for place in places]
+        wanted = min(MAX_HITS, wanted * 2)
+
+
+class _Place:
+    """One place being filled: its hits (best first) and the rows of its window."""
+
+    def __init__(self, hit: SearchHit, rows: list[StoredMessage]) -> None:
+        self.hits = [hit]
+        self.rows = {row.id: row for row in rows}
+
+    def overlaps(self, session_id: str, rows: list[StoredMessage]) -> bool:
+        return self.hits[0].session_id == session_id and any(r.id in self.rows for r in rows)
+
+    def absorb(self, hit: SearchHit, rows: list[StoredMessage]) -> None:
+        self.hits.append(hit)
+        for row in rows:
+            self.rows.setdefault(row.id, row)
+
+    def result(self) -> SearchResult:
+        best = self.hits[0]
+        ordered = [self.rows[i] for i in sorted(self.rows)]
+        at = next(i for i, row in enumerate(ordered) if row.id == best.message_id)
+        return SearchResult(
+            hit=best,
+            message=ordered[at],
+            before=ordered[:at],
+            after=ordered[at + 1 :],
+            hits=list(self.hits),
+        )
+
+
+def _window(
+    store: SessionStore, hit: SearchHit, neighbours: int, include_compacted: bool
+) -> list[StoredMessage]:
+    """The hit's row and ``neighbours`` rows on either side, in write order."""
+    if include_compacted:
+        return store.message_context(hit.message_id, before=neighbours, after=neighbours)
+    reach = 4 * neighbours + 4  # compacted rows in between are skipped, not shown
+    rows = store.message_context(hit.message_id, before=reach, after=reach)
+    at = next(i for i, row in enumerate(rows) if row.id == hit.message_id)
+    earlier = [row for row in rows[:at] if row.active]
+    later = [row for row in rows[at + 1 :] if row.active]
+    shown_before = earlier[len(earlier) - neighbours :] if neighbours else []
+    return [*shown_before, rows[at], *later[:neighbours]]
+
+
+def _places(
+    store: SessionStore,
+    hits: list[SearchHit],
+    limit: int,
+    neighbours: int,
+    include_compacted: bool,
+) -> list[_Place]:
+    places: list[_Place] = []
+    for hit in hits:
+        rows = _window(store, hit, neighbours, include_compacted)
+        joined = next((p for p in places if p.overlaps(hit.session_id, rows)), None)
+        if joined is not None:
+            joined.absorb(hit, rows)
+            continue
+        places.append(_Place(hit, rows))
+        if len(places) >= limit:
+            break
+    return places

@@ -1,0 +1,243 @@
+"""Search rules every session store shares: what a query means and how hits rank.
+
+A store finds *candidates* with its own index (SQLite's FTS5 word and trigram
+indexes, PostgreSQL's tsvector and pg_trgm) and hands them here; this module
+decides the order, so both stores answer a query the same way.
+
+* **Terms.** The query is split on whitespace into terms (NUL is a space),
+  duplicates dropped, the first :data:`MAX_TERMS` kept, each cut to
+  :data:`MAX_TERM_CHARS` characters. Nothing in a term is an operator:
+  quotes, ``AND``/``OR``/``NOT``/``NEAR``, ``*``, ``^``, ``:``, ``-`` and
+  parentheses are text.
+* **Covering a term.** A row covers a term when the term occurs in the row's
+  text as a substring, or its words (runs of letters and digits) occur there
+  as consecutive words; case and diacritics are ignored. So ``session.go``
+  is covered by ``session go``, ``checkpoints`` by ``CheckpointsCount`` and
+  ``数据库`` by ``我们的数据库很大``.
+* **Order.** Rows covering every term come first (score in ``[1, 2)``), then
+  rows covering some (score in ``[0, 1)``). Within a tier the score grows
+  with the store's text relevance (bm25, ``ts_rank``) as a fraction of the
+  tier's best, multiplied by ``1 + covered / terms``, so of two rows the
+  index rates alike the one covering more distinct terms wins; word matches
+  rank above rows found only as substrings that cover as many terms
+  (:func:`scores`, :func:`substring_relevance`).
+* **Once per family.** A row carried forward by compaction and its origin
+  share a root (``origin_root``); only the best of them is reported, the
+  active copy on a tie.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hermes_hookspecs.records import SearchHit
+
+#: at most this many distinct terms of a query are searched (a 10 KB paste stays cheap)
+MAX_TERMS = 32
+#: a longer term is cut to this many characters
+MAX_TERM_CHARS = 256
+#: characters of text shown around the first term found
+SNIPPET_RADIUS = 60
+#: a word, as the word indexes split text: a run of letters and digits
+_WORD = re.compile(r"[^\W_]+")
+_WORDISH = re.compile(r"\w", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+
+
+def query_terms(query: str) -> tuple[str, ...]:
+    """The terms of a user query (see the module docstring)."""
+    seen: dict[str, None] = {}
+    for term in query.replace("\x00", " ").split():
+        seen.setdefault(term[:MAX_TERM_CHARS], None)
+        if len(seen) >= MAX_TERMS:
+            break
+    return tuple(seen)
+
+
+def has_word(term: str) -> bool:
+    """Whether a word index can match ``term`` (it holds a letter or digit)."""
+    return bool(_WORDISH.search(term))
+
+
+_COMBINING: dict[int, None] | None = None
+
+
+def _combining() -> dict[int, None]:
+    global _COMBINING
+    if _COMBINING is None:
+        _COMBINING = {cp: None for cp in range(0x10000) if unicodedata.combining(chr(cp))}
+    return _COMBINING
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics (``Café`` -> ``cafe``), as the word indexes compare."""
+    lowered = text.lower()
+    if lowered.isascii() or unicodedata.is_normalized("NFKD", lowered):
+        return lowered
+    return unicodedata.normalize("NFKD", lowered).translate(_combining())
+
+
+class TermMatcher:
+    """Which terms of a query a text covers."""
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        self.terms = tuple(terms)
+        self._folded = [fold(term) for term in self.terms]
+        # a term that is not one plain word may also be covered by its words, apart:
+        # (first word, pattern of the words with anything but letters and digits between)
+        self._words: list[tuple[str, re.Pattern[str]] | None] = []
+        for folded in self._folded:
+            words = _WORD.findall(folded)
+            if not words or words == [folded]:  # the substring test says it all
+                self._words.append(None)
+                continue
+            pattern = r"[\W_]+".join(re.escape(w) for w in words)
+            self._words.append((words[0], re.compile(rf"(?<![^\W_]){pattern}(?![^\W_])")))
+
+    def covered(self, text: str) -> list[bool]:
+        """For each term, whether ``text`` covers it."""
+        folded = fold(text)
+        out = []
+        for term, words in zip(self._folded, self._words, strict=True):
+            if term in folded:
+                out.append(True)
+            elif words is None or words[0] not in folded:
+                out.append(False)
+            else:
+                out.append(words[1].search(folded) is not None)
+        return out
+
+    def count(self, text: str) -> int:
+        """How many distinct terms ``text`` covers."""
+        return sum(self.covered(text))
+
+
+def substring_relevance(text: str, terms: Iterable[str]) -> float:
+    """A small relevance for a row found only as a substring: how often the
+    terms occur, damped by the text's length (below any word match's)."""
+    folded = fold(text)
+    found = sum(folded.count(fold(term)) for term in terms)
+    weight = found / (1.0 + len(folded) / 1000.0)
+    return 0.1 * weight / (1.0 + weight)
+
+
+def snippet(text: str, terms: Iterable[str]) -> str:
+    """About ``2 * SNIPPET_RADIUS`` characters of ``text`` around the first term found."""
+    terms = tuple(terms)
+    lowered = text.lower()
+    found = [i for i in (lowered.find(t.lower()) for t in terms) if i >= 0]
+    if not found:  # covered by its words only: look for the first word of a term
+        words = [w for t in terms for w in _WORD.findall(t.lower())[:1]]
+        found = [i for i in (lowered.find(w) for w in words) if i >= 0]
+    at = min(found) if found else 0
+    start = max(0, at - SNIPPET_RADIUS)
+    end = min(len(text), at + SNIPPET_RADIUS + max((len(t) for t in terms), default=0))
+    piece = _SPACES.sub(" ", text[start:end]).strip()
+    return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
+
+
+@dataclass
+class Candidate:
+    """A row a store's index found for a query, with what the ranking needs.
+
+    ``relevance`` is the index's own text relevance (>= 0, larger is better;
+    ``None`` when the row was found only as a substring). ``all_words`` says
+    the word index matched every term, which puts the row in the first tier
+    even when the text check cannot tell (a stemmed or folded form).
+    """
+
+    message_id: int
+    session_id: str
+    role: str
+    active: bool
+    compacted: bool
+    created_at: float
+    root: int
+    text: str
+    relevance: float | None = None
+    all_words: bool = False
+    covered: int | None = None  # filled in by rank()
+
+
+def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
+    """The score of each candidate (see the module docstring); larger is better.
+
+    Relevance is compared within a tier as a fraction of the tier's best, so
+    the index's scale (bm25 against ``ts_rank``, a tiny or a huge corpus)
+    does not matter: a word match weighs ``0.5 + 0.5 * fraction``, a
+    substring-only match below ``0.5``, and either is multiplied by
+    ``1 + covered / terms``.
+    """
+    total = max(1, len(matcher.terms))
+    facts = []
+    for cand in candidates:
+        if cand.covered is None:
+            cand.covered = matcher.count(cand.text)
+        covered = min(cand.covered, total)
+        every = cand.all_words or covered >= total
+        facts.append((every, covered, cand))
+    best = {True: 0.0, False: 0.0}
+    for every, _, cand in facts:
+        if cand.relevance is not None:
+            best[every] = max(best[every], cand.relevance)
+    out = []
+    for every, covered, cand in facts:
+        if cand.relevance is None:
+            weight = 5.0 * substring_relevance(cand.text, matcher.terms)
+        elif best[every] > 0:
+            weight = 0.5 + 0.5 * max(0.0, cand.relevance) / best[every]
+        else:
+            weight = 1.0
+        value = weight * (1.0 + covered / total)  # in [0, 2]
+        out.append((1.0 if every else 0.0) + value / 2.001)
+    return out
+
+
+def rank(candidates: Iterable[Candidate], terms: Iterable[str], limit: int) -> list[SearchHit]:
+    """The best ``limit`` hits of ``candidates``, best first, one per family.
+
+    A candidate that covers no term (the index's match was only a trigram
+    coincidence) is dropped. The same message offered twice keeps the first
+    relevance offered (stores offer their every-term pass first).
+    """
+    matcher = TermMatcher(terms)
+    merged: dict[int, Candidate] = {}
+    for cand in candidates:
+        seen = merged.get(cand.message_id)
+        if seen is None:
+            merged[cand.message_id] = cand
+            continue
+        seen.all_words = seen.all_words or cand.all_words
+        if seen.relevance is None:
+            seen.relevance = cand.relevance
+    for cand in merged.values():
+        if cand.covered is None:
+            cand.covered = matcher.count(cand.text)
+    kept = [
+        cand
+        for cand in merged.values()
+        if cand.relevance is not None or cand.all_words or cand.covered
+    ]
+    best: dict[int, tuple[tuple[float, int, int], Candidate]] = {}
+    for cand, value in zip(kept, scores(kept, matcher), strict=True):
+        key = (value, int(cand.active), cand.message_id)
+        held = best.get(cand.root)
+        if held is None or held[0] < key:
+            best[cand.root] = (key, cand)
+    ordered = sorted(best.values(), key=lambda item: item[0], reverse=True)[:limit]
+    return [
+        SearchHit(
+            message_id=cand.message_id,
+            session_id=cand.session_id,
+            role=cand.role,
+            snippet=snippet(cand.text, matcher.terms),
+            score=key[0],
+            active=cand.active,
+            compacted=cand.compacted,
+            created_at=cand.created_at,
+        )
+        for key, cand in ordered
+    ]

@@ -1,0 +1,356 @@
+"""Facts of the compacted middle: what an engineer resuming the work needs, extracted verbatim.
+
+:func:`extract_facts` reads the ORIGINAL messages of the middle (before
+pruning cut their tool output) and returns :class:`HandoffFact` records:
+
+* ``request`` - a real user message (harness text is skipped: see
+  :attr:`Message.harness`), whitespace folded, cut at a sentence;
+* ``constraint`` - a sentence of a real user message that sets a rule
+  (must, never, don't, only, ...);
+* ``answer`` - the prose of an assistant message (reasoning blocks removed);
+* ``decision`` - an assistant sentence that states a choice or its reason;
+* ``command`` - a tool call reduced to what it did (the shell command, the
+  file it read or edited, the pattern it searched), with the call's outcome
+  attached when its result is short or has a result line;
+* ``error`` - an exact error line of a tool result, with the command that
+  produced it;
+* ``file`` - a file the agent created or edited.
+
+Each fact has a ``score`` (its kind's weight, with small boosts) so a
+summarizer can keep the most useful ones within a budget, and the message id
+that ``session_open`` opens. The same facts are handed to every summarizer:
+the deterministic one renders them, an LLM summarizer is told to keep them
+verbatim. Extraction is a few regular expressions over a bounded prefix and
+suffix of each tool output, so its cost does not grow with output size.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from hermes_hookspecs import HandoffFact, Message
+
+#: base weight of each kind of fact
+WEIGHTS = {
+    "request": 10.0,
+    "constraint": 9.0,
+    "error": 8.0,
+    "decision": 7.5,
+    "answer": 6.0,
+    "command": 5.0,
+    "file": 4.0,
+}
+MAX_REQUEST_CHARS = 700
+MAX_ANSWER_CHARS = 320
+MAX_LINE_CHARS = 200
+#: a tool output shorter than this is kept whole as the call's outcome
+SHORT_OUTPUT_CHARS = 240
+#: only this much of a tool output's start and end is scanned for key lines
+SCAN_CHARS = 12_000
+MAX_ERRORS_PER_OUTPUT = 3
+
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
+_CONSTRAINT = re.compile(
+    r"\b(?:must|never|don't|do not|always|only|should not|shouldn't|avoid|without|make sure|"
+    r"required?|instead of|no need|keep)\b",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:decided|decide|instead|because|since|chose|choose|the fix|approach|root cause|"
+    r"the issue is|the problem is|skip|skipping|won't|will not|rather than|so that|"
+    r"going with|dropp?ing|removing|remove|don't know|we don't|not needed|unnecessary)\b",
+    re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(
+    r"(?:\berror\b|\bError\b|ERROR|\bfailed\b|\bFAIL(?:ED)?\b|\bfatal\b|\bpanic\b|Traceback|"
+    r"Exception\b|not found|No such file|[Pp]ermission denied|refused|\bcannot\b|"
+    r"\bundefined\b|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b|, want \S|expected .* (?:got|but)|"
+    r"has not been|mismatch)"
+)
+#: tools whose output is what they found or read, not what happened: no error lines
+_LOOKUP_TOOLS = re.compile(r"(?i)read|grep|glob|search|find|list|view|fetch|task|agent|todo")
+#: an output that only acknowledges the call (it adds nothing to the call itself)
+_ACK = re.compile(
+    r"(?i)^(?:the file \S.{0,300} has been (?:updated|created)(?: successfully)?\.?|"
+    r"file created successfully.{0,200}|updated task #?\d+ status|"
+    r"(?:ok|done|success|successfully|saved)\.?)$"
+)
+#: assistant prose that only narrates the next step
+_NARRATION = re.compile(
+    r"(?i)^(?:(?:now|next|first|then|ok(?:ay)?|great|good|perfect)[,!.]?\s+)?"
+    r"(?:let me|let's|i'll|i will|i need to|i'm going to|i am going to)\b"
+)
+_RESULT_LINE = re.compile(
+    r"(?:^ok\s|^PASS\b|^FAIL\b|^---\s(?:PASS|FAIL)|\b\d+ (?:passed|failed|tests?)\b|"
+    r"\b\d+(?:\.\d+)?s\b|exit (?:code|status)|Exit code|\bSuccess|\bsucceeded\b|\bcreated\b|"
+    r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b)"
+)
+#: a line of a file listing (``  12→code``, ``12\tcode``): code, not an outcome
+_LISTING = re.compile(r"^\s*\d+(?:→|\t)")
+_HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
+_GREP_PREFIX = re.compile(r"^(\S+?)-(\d+)-")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: tool-call argument keys that say what a call did, in order of preference
+_SUBJECT_KEYS = (
+    "command",
+    "cmd",
+    "file_path",
+    "path",
+    "notebook_path",
+    "pattern",
+    "query",
+    "url",
+    "description",
+    "prompt",
+)
+_EDIT_TOOLS = re.compile(r"(?i)edit|write|patch|create|replace|insert|notebook")
+
+
+def strip_reasoning(text: str) -> str:
+    """``text`` without inline reasoning blocks (``<think>``, ``<thinking>``, ``<reasoning>``)."""
+    if "<" not in text:
+        return text
+    return _THINK.sub("", text).strip()
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut at a sentence or word boundary near ``limit``."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    stop = max(head.rfind(". "), head.rfind("? "), head.rfind("! "))
+    if stop > limit // 2:
+        return head[: stop + 1] + " …"
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else head) + " …"
+
+
+def _line(text: str) -> str:
+    text = _ANSI.sub("", text).strip()
+    match = _GREP_PREFIX.match(text)
+    if match and ("/" in match.group(1) or "." in match.group(1)):
+        text = f"{match.group(1)}:{match.group(2)}: {text[match.end() :]}"
+    return _cut(_fold(text), MAX_LINE_CHARS)
+
+
+_PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+
+
+def _pieces(prose: str) -> list[str]:
+    """A long answer as paragraph- or list-item-sized pieces, each within MAX_ANSWER_CHARS."""
+    folded = _fold(prose)
+    if len(folded) <= MAX_ANSWER_CHARS:
+        return [folded]
+    out: list[str] = []
+    for block in _PARAGRAPH.split(prose):
+        block = _fold(block)
+        if len(block) < 8:
+            continue
+        while len(block) > MAX_ANSWER_CHARS:
+            cut = _cut(block, MAX_ANSWER_CHARS)
+            out.append(cut)
+            block = block[len(cut.rstrip(" …")) :].strip()
+        if block:
+            out.append(block)
+    return out or [_cut(folded, MAX_ANSWER_CHARS)]
+
+
+def _arguments(arguments: str) -> dict[str, object]:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {"input": value}
+
+
+def call_subject(name: str, arguments: str) -> str:
+    """What a tool call did, in a few words: ``Bash: go test ./...``, ``Edit: path/x.go``."""
+    args = _arguments(arguments)
+    pattern, where = args.get("pattern"), args.get("path")
+    if isinstance(pattern, str) and isinstance(where, str):
+        return f"{name}: {_cut(_fold(pattern), 120)} in {_cut(where.strip(), 120)}"
+    for key in _SUBJECT_KEYS:
+        value = args.get(key)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            return f"{name}: {_cut(_fold(value), MAX_LINE_CHARS)}"
+    for value in args.values():
+        if isinstance(value, str) and value.strip():
+            return f"{name}: {_cut(_fold(value), 120)}"
+    return name
+
+
+def edited_file(name: str, arguments: str) -> str | None:
+    """The file an edit-like call changed, when it names one."""
+    if not _EDIT_TOOLS.search(name):
+        return None
+    args = _arguments(arguments)
+    for key in ("file_path", "path", "notebook_path", "filename", "file"):
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _scan_region(text: str) -> list[str]:
+    if len(text) <= 2 * SCAN_CHARS:
+        return text.splitlines()
+    return (text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]).splitlines()
+
+
+def _outcome(text: str) -> tuple[str, list[str], float]:
+    """A tool output's outcome, its error lines, and how telling the outcome is (a boost).
+
+    The outcome is the output itself when it is short, else its result lines
+    (test summaries, durations, exit codes) or its first line; a file listing
+    is reduced to its size.
+    """
+    text = text.strip()
+    if not text:
+        return "(no output)", [], 0.0
+    lines = [line for line in _scan_region(text) if line.strip()]
+    errors: list[str] = []
+    results: list[str] = []
+    listing = sum(1 for line in lines[:20] if _LISTING.match(line)) > len(lines[:20]) // 2
+    if listing:  # a file's text: its lines are code, not errors or results
+        return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
+    for raw in lines:
+        if len(errors) < MAX_ERRORS_PER_OUTPUT and _ERROR_LINE.search(raw):
+            line = _line(raw)
+            if line not in errors:
+                errors.append(line)
+        elif len(results) < 2 and _RESULT_LINE.search(raw):
+            results.append(_line(raw))
+    boost = 2.5 if errors or results else 0.0
+    if len(text) <= SHORT_OUTPUT_CHARS:
+        return _fold(_ANSI.sub("", text)), errors if len(lines) > 1 else [], max(boost, 1.0)
+    hexes = [h for h in dict.fromkeys(_HEXISH.findall(text[:SCAN_CHARS]))][:2]
+    parts = results or [_line(lines[0])]
+    if hexes and not any(h in " ".join(parts) for h in hexes):
+        parts.append("ids " + ", ".join(hexes))
+    return " | ".join(parts), errors, boost
+
+
+def extract_facts(messages: Sequence[Message], ids: Sequence[int | None]) -> list[HandoffFact]:
+    """Facts of ``messages`` (oldest first; ``ids`` their recovery ids), oldest first."""
+    facts: list[HandoffFact] = []
+    calls: dict[str, tuple[int, str, str]] = {}  # call id -> (fact index, subject, tool)
+    total = max(1, len(messages))
+
+    def add(kind: str, text: str, position: int, mid: int | None, boost: float = 0.0) -> int:
+        # mild recency: the newest facts of the middle weigh up to one point more
+        score = WEIGHTS[kind] + boost + position / total
+        facts.append(
+            HandoffFact(
+                kind=kind,  # type: ignore[arg-type]
+                text=text,
+                message_id=mid,
+                position=position,
+                score=round(score, 3),
+            )
+        )
+        return len(facts) - 1
+
+    for position, (message, mid) in enumerate(zip(messages, ids, strict=True)):
+        if message.kind != "message" or message.harness is not None:
+            continue
+        if message.role == "user":
+            text = _fold(message.text())
+            if not text:
+                continue
+            add("request", _cut(text, MAX_REQUEST_CHARS), position, mid)
+            for sentence in _SENTENCE.findall(message.text()):
+                sentence = _fold(sentence)
+                if 12 <= len(sentence) <= 300 and _CONSTRAINT.search(sentence):
+                    add("constraint", sentence, position, mid)
+        elif message.role == "assistant":
+            prose = strip_reasoning(message.text())
+            if prose.strip():
+                narration = all(
+                    _NARRATION.match(_fold(sentence))
+                    for sentence in _SENTENCE.findall(prose)
+                    if sentence.strip()
+                )
+                decisions = [
+                    _fold(s)
+                    for s in _SENTENCE.findall(prose)
+                    if 20 <= len(_fold(s)) <= 300 and _DECISION.search(s)
+                ]
+                for sentence in decisions[:3]:
+                    add("decision", sentence, position, mid)
+                for order, piece in enumerate(_pieces(prose)):
+                    # later pieces of a long answer weigh a little less than its opening
+                    boost = (-3.0 if narration else 0.0) - min(2.0, 0.5 * order)
+                    add("answer", piece, position, mid, boost=boost)
+            for call in message.tool_calls or []:
+                subject = call_subject(call.function.name, call.function.arguments)
+                index = add("command", subject, position, mid)
+                calls[call.id] = (index, subject, call.function.name)
+                path = edited_file(call.function.name, call.function.arguments)
+                if path:
+                    add("file", path, position, mid)
+        elif message.role == "tool":
+            found = calls.get(message.tool_call_id or "")
+            outcome, errors, boost = _outcome(message.text())
+            if (
+                found is not None
+                and _LOOKUP_TOOLS.search(found[2])
+                and len(message.text()) > (SHORT_OUTPUT_CHARS)
+            ):
+                errors = []
+            if _ACK.match(outcome):
+                outcome, boost = "ok", -1.0
+            if found is not None:
+                index, subject, _tool = found
+                fact = facts[index]
+                facts[index] = fact.model_copy(
+                    update={
+                        "text": f"{subject} → {outcome}",
+                        "message_id": mid or fact.message_id,
+                        "score": round(fact.score + boost, 3),
+                    }
+                )
+            for line in errors:
+                where = f" (from {found[1]})" if found is not None else ""
+                add("error", _cut(line + where, MAX_LINE_CHARS + 120), position, mid)
+    return facts
+
+
+#: a fact this many characters long costs twice what its score alone says
+DENSITY_CHARS = 240
+
+
+def priority(fact: HandoffFact) -> float:
+    """Score per cost: a short fact of a kind beats a long one (many facts fit, not few)."""
+    return fact.score / (1.0 + len(fact.text) / DENSITY_CHARS)
+
+
+def select_facts(facts: Sequence[HandoffFact], budget_chars: int) -> list[HandoffFact]:
+    """The best facts within ``budget_chars`` (by :func:`priority`), returned oldest first.
+
+    A fact whose text another chosen fact already holds is dropped as a
+    duplicate, so one line never costs twice.
+    """
+    chosen: list[HandoffFact] = []
+    seen: set[str] = set()
+    used = 0
+    for fact in sorted(facts, key=lambda f: (-priority(f), f.position)):
+        key = fact.text.strip()
+        if not key or key in seen:
+            continue
+        cost = len(key) + 12
+        if used + cost > budget_chars:
+            continue
+        seen.add(key)
+        chosen.append(fact)
+        used += cost
+    chosen.sort(key=lambda f: (f.position, -f.score))
+    return chosen

@@ -1,0 +1,283 @@
+"""``session_search`` and ``session_open``: the agent's way back into its own history.
+
+Both answer every call with text: a bad call (unknown or mistyped arguments,
+an empty or oversized query, a message id that does not exist or belongs to
+another session) is answered with what was wrong and how to call it right,
+never with an exception. Results stay within ``budget_tokens`` (counted with
+the session's token counter) and say how to get more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from hermes_core.search import SearchResult, message_text, search_with_context
+from hermes_hookspecs import AgentTool, NotFoundError, StoredMessage, ToolContext
+
+from .settings import RecallSettings
+
+SEARCH_NAME = "session_search"
+OPEN_NAME = "session_open"
+_WORD = re.compile(r"[\w./-]{3,}")
+
+
+def _fail(name: str, problem: str, usage: str) -> str:
+    return f"Error: {problem}. Call it as {usage}."
+
+
+def _check_arguments(
+    name: str, arguments: dict[str, Any], allowed: dict[str, type], usage: str
+) -> str | None:
+    unknown = sorted(set(arguments) - set(allowed))
+    if unknown:
+        return _fail(name, f"{name} takes no argument {', '.join(map(repr, unknown))}", usage)
+    for key, kind in allowed.items():
+        value = arguments.get(key)
+        if value is None:
+            continue
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            return _fail(name, f"{key} must be a whole number, got {value!r:.40}", usage)
+        if kind is str and not isinstance(value, str):
+            return _fail(name, f"{key} must be a string, got {value!r:.40}", usage)
+    return None
+
+
+def _excerpt(text: str, limit: int, terms: Sequence[str] = (), offset: int = 0) -> str:
+    """At most ``limit`` chars of ``text``: around the first term found, else from ``offset``."""
+    if offset:
+        text_from = text[offset:]
+        if len(text_from) <= limit:
+            return f"…[from char {offset:,}] {text_from}"
+        return f"…[chars {offset:,}-{offset + limit:,} of {len(text):,}] {text_from[:limit]}…"
+    if len(text) <= limit:
+        return text
+    lowered = text.lower()
+    at = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=-1)
+    if at < 0 or at < limit // 2:
+        return f"{text[:limit]}…[{len(text) - limit:,} more chars]"
+    start = max(0, at - limit // 3)
+    end = min(len(text), start + limit)
+    tail = f"…[{len(text) - end:,} more chars]" if end < len(text) else ""
+    return f"[{start:,} chars before]…{text[start:end]}{tail}"
+
+
+def _label(row: StoredMessage) -> str:
+    state = "compacted" if row.compacted else ("active" if row.active else "inactive")
+    origin = f", copy of #{row.origin_id}" if row.origin_id is not None else ""
+    return f"#{row.id} {row.message.role} ({state}{origin})"
+
+
+def _render(row: StoredMessage, limit: int, terms: Sequence[str] = (), offset: int = 0) -> str:
+    message = row.message
+    if message.kind == "summary":
+        body = "[an earlier compaction summary]"
+    else:
+        body = _excerpt(message_text(message), limit, terms, offset)
+    return f"{_label(row)}: {body}"
+
+
+class _Budgeted(AgentTool):
+    def __init__(self, settings: RecallSettings) -> None:
+        self.settings = settings
+
+    def _fit(self, render: Any, context: ToolContext, start_chars: int) -> str:
+        """Render with a per-message char cap, halving it until the result fits the budget."""
+        budget = min(context.budget_tokens, self.settings.budget_tokens)
+        limit = start_chars
+        text = render(limit)
+        while limit > 120 and context.tokens.count(text, context.model) > budget:
+            limit //= 2
+            text = render(limit)
+        return text
+
+
+class SessionSearchTool(_Budgeted):
+    """Search this session's history, compacted turns included."""
+
+    name = SEARCH_NAME
+    USAGE = 'session_search(query="words, a path, an error line or an id", limit=5)'
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": (
+                    "Search this session's whole history, including turns compacted out of "
+                    "your context (their summary names them by message id). Matches words, "
+                    "file paths, commit SHAs, error text and other identifiers; rows holding "
+                    "every word rank first. Each place found is shown with its neighbouring "
+                    "messages; open more with session_open."
+                ),
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "query": {
+                            "type": "string",
+                            "description": "Plain text: words, a path, an error, an id.",
+                        },
+                        "limit": {
+                            "type": "integer",
+                            "description": (
+                                f"Places to show (default {self.settings.default_limit}, "
+                                f"at most {self.settings.max_limit})."
+                            ),
+                        },
+                    },
+                    "required": ["query"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        problem = _check_arguments(self.name, arguments, {"query": str, "limit": int}, self.USAGE)
+        if problem:
+            return problem
+        query = str(arguments.get("query") or "").strip()
+        if not query:
+            return _fail(self.name, "the query is empty", self.USAGE)
+        if len(query) > self.settings.max_query_chars:
+            return _fail(
+                self.name,
+                f"the query has {len(query):,} characters; at most "
+                f"{self.settings.max_query_chars:,} are searched (use the distinctive words)",
+                self.USAGE,
+            )
+        limit = arguments.get("limit")
+        if limit is None:
+            limit = self.settings.default_limit
+        if not 1 <= limit <= self.settings.max_limit:
+            return _fail(
+                self.name, f"limit must be 1 to {self.settings.max_limit}, got {limit}", self.USAGE
+            )
+        results = search_with_context(
+            context.store, query, session_ids=list(context.session_ids), limit=limit
+        )
+        if not results:
+            return (
+                f"No message of this session's history matches {query!r}. Try fewer or other "
+                "words, or one distinctive identifier (a file name, an error fragment)."
+            )
+        terms = _WORD.findall(query) or [query]
+        per_message = max(400, self.settings.budget_tokens * 4 // max(1, 3 * len(results)))
+
+        def render(limit_chars: int) -> str:
+            return self._render(query, results, terms, limit_chars)
+
+        return self._fit(render, context, per_message)
+
+    @staticmethod
+    def _render(
+        query: str, results: Sequence[SearchResult], terms: Sequence[str], limit: int
+    ) -> str:
+        lines = [f"{len(results)} place(s) in this session's history match {query!r}, best first:"]
+        for number, result in enumerate(results, 1):
+            lines.append(f"\n[{number}] around message #{result.message.id}")
+            for row in result.window:
+                is_hit = any(hit.message_id == row.id for hit in result.hits)
+                lines.append(("» " if is_hit else "  ") + _render(row, limit, terms))
+        first = results[0].message.id
+        lines.append(
+            f"\nRead a place in full with session_open(message_id={first}, before=3, after=3); "
+            "a long message continues with session_open(message_id=N, offset=CHARS)."
+        )
+        return "\n".join(lines)
+
+
+class SessionOpenTool(_Budgeted):
+    """Open one stored message of this session's history, with its neighbours."""
+
+    name = OPEN_NAME
+    USAGE = "session_open(message_id=123, before=2, after=2, offset=0)"
+
+    def schema(self) -> dict[str, Any]:
+        span = self.settings.max_open_span
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": (
+                    "Open a message of this session's history by its message id (as named by "
+                    "session_search results, compaction placeholders and the summary's "
+                    "recovery pointers), with the messages before and after it."
+                ),
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "message_id": {"type": "integer", "description": "The message id."},
+                        "before": {
+                            "type": "integer",
+                            "description": f"Messages to show before it (default 2, max {span}).",
+                        },
+                        "after": {
+                            "type": "integer",
+                            "description": f"Messages to show after it (default 2, max {span}).",
+                        },
+                        "offset": {
+                            "type": "integer",
+                            "description": "Start the message itself at this character.",
+                        },
+                    },
+                    "required": ["message_id"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        allowed = {"message_id": int, "before": int, "after": int, "offset": int}
+        problem = _check_arguments(self.name, arguments, allowed, self.USAGE)
+        if problem:
+            return problem
+        message_id = arguments.get("message_id")
+        if message_id is None:
+            return _fail(self.name, "message_id is required", self.USAGE)
+        span = self.settings.max_open_span
+        before = arguments.get("before", 2)
+        after = arguments.get("after", 2)
+        offset = arguments.get("offset") or 0
+        for key, value in (("before", before), ("after", after)):
+            if not 0 <= value <= span:
+                return _fail(self.name, f"{key} must be 0 to {span}, got {value}", self.USAGE)
+        if offset < 0:
+            return _fail(self.name, f"offset must be 0 or more, got {offset}", self.USAGE)
+        missing = (
+            f"Error: message id {message_id} is not in this session's history. Use an id "
+            "from session_search results or from the summary's recovery pointers."
+        )
+        try:
+            rows = context.store.get_messages([message_id])
+        except NotFoundError:
+            return missing
+        if not rows or rows[0].session_id not in context.session_ids:
+            return missing
+        around = context.store.message_context(message_id, before=before, after=after)
+        around = [row for row in around if row.session_id in context.session_ids]
+        target = next(row for row in around if row.id == message_id)
+        text_len = len(message_text(target.message))
+        if offset >= max(1, text_len):
+            return _fail(
+                self.name,
+                f"offset {offset:,} is past the end of message #{message_id} "
+                f"({text_len:,} characters)",
+                self.USAGE,
+            )
+
+        def render(limit: int) -> str:
+            lines = []
+            for row in around:
+                if row.id == message_id:
+                    lines.append("» " + _render(row, limit * 4, offset=offset))
+                else:
+                    lines.append("  " + _render(row, limit))
+            first, last = around[0].id, around[-1].id
+            lines.append(
+                f"\n(messages #{first}-#{last}; more with before/after, a long message "
+                f"continues with session_open(message_id={message_id}, offset=CHARS))"
+            )
+            return "\n".join(lines)
+
+        return self._fit(render, context, max(400, self.settings.budget_tokens // 2))
