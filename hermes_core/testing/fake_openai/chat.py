@@ -104,23 +104,11 @@ class ChatCompletions(_Wire):
             chunk({field: text[i : i + b.chunk_chars]}, None)
             for i in range(0, len(text), b.chunk_chars)
         ]
-        for index, call in enumerate(self._chat_tool_calls(b)):
-            function = call["function"]
-            first = {"name": function["name"], "arguments": ""}
-            start = {"index": index, "id": call["id"], "type": "function", "function": first}
-            chunks.append(chunk({"tool_calls": [start]}, None))
-            arguments = function["arguments"]
-            chunks += [
-                chunk(
-                    {
-                        "tool_calls": [
-                            {"index": index, "function": {"arguments": arguments[i : i + 16]}}
-                        ]
-                    },
-                    None,
-                )
-                for i in range(0, len(arguments), 16)
-            ]
+        # one delta per call, carrying its id, name and whole arguments
+        chunks += [
+            chunk({"tool_calls": [{"index": index, **call}]}, None)
+            for index, call in enumerate(self._chat_tool_calls(b))
+        ]
         chunks.append(chunk({}, "tool_calls" if b.tool_calls else b.finish_reason))
         if include_usage:
             chunks.append(
