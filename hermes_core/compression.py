@@ -37,6 +37,7 @@ from hermes_hookspecs import (
     NewMessage,
     NewSession,
     ProviderCompactionRequest,
+    StoredMessage,
 )
 
 if TYPE_CHECKING:
@@ -81,8 +82,8 @@ def _insights(turn: Turn) -> list[str]:
     return out
 
 
-def _previous_summary(turn: Turn) -> HandoffSummary | None:
-    for row in turn.session._rows:
+def _previous_summary(rows: list[StoredMessage]) -> HandoffSummary | None:
+    for row in rows:
         if row.message.kind == "summary" and row.message.summary is not None:
             return row.message.summary
     return None
@@ -143,7 +144,7 @@ def run_compression(
             insights=insights,
             focus=focus,
             manual=manual,
-            previous_summary=_previous_summary(turn),
+            previous_summary=_previous_summary(rows),
             compression_index=s.record.compression_count + 1,
             system_tokens=s._base.cum[2] if len(s._base.cum) > 2 else 0,
             # the request's own prefix, so a summarizer reusing it hits the provider's cache
@@ -234,6 +235,7 @@ def run_compression(
         turn.lease = child_lease
         s._switch_to(store.get_session(commit.child_session_id))
     s._compaction_since = True
+    s._usage_offset = 0  # the last reported usage measured the old view
     changed = s.adopt_prompt(prompt)
     new_id = s.id
     hermes.pm.hook.on_session_switch(
@@ -263,3 +265,41 @@ def run_compression(
         commit=commit,
         notes=notes + final.notes,
     )
+
+
+def plan_draft_view(turn: Turn, rows: list[StoredMessage]) -> CompressionResult | None:
+    """The engine's compressed view of ``rows`` (history plus the turn's draft), NOT written.
+
+    In the middle of a turn the draft is not stored yet (nothing is before
+    ``commit()``), so the runtime sends this view for the rest of the turn and
+    the real compression runs once the turn is committed. ``rows`` that are not
+    stored carry negative ids. None when the engine did not compress.
+    """
+    hermes = turn.hermes
+    s = turn.session
+    threshold = hermes.threshold(s.model).threshold_tokens
+    request = CompressionRequest(
+        session_id=s.id,
+        messages=rows,
+        model=s.model,
+        settings=hermes.settings.compression_settings(threshold),
+        previous_summary=_previous_summary(rows),
+        compression_index=s.record.compression_count + 1,
+        system_tokens=s._base.cum[2] if len(s._base.cum) > 2 else 0,
+        system_prompt=s.prompt.text,
+        tools=s.prompt.tools,
+    )
+    result: CompressionResult | None = hermes.pm.hook.compress(request=request)
+    if result is None or result.status != "compressed":
+        log.info(
+            "session %s: mid-turn view not compressed (%s)",
+            s.id,
+            "no engine answered" if result is None else f"{result.status}: {result.reason}",
+        )
+        return None
+    tokens = hermes.tokens(s.model)
+    for item in result.messages:
+        if item.token_count is None:
+            item.token_count = tokens.count_message(item.message, item.api_content)
+    result.messages = [m for m in result.messages if m.message.role != "system"]
+    return result

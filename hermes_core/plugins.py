@@ -14,8 +14,11 @@ the entry points of group ``hermes_core`` loaded one by one:
   contract version is refused like one that fails to import (see
   :mod:`hermes_core.plugin_checks`); block and load lists that name no plugin
   are reported (a warning; an error in strict mode);
-* ``pm.check_pending()`` then rejects hook implementations that match no
-  hookspec (a misspelt hook name);
+* an entry point implementing a hook no hookspec declares (a misspelt hook
+  name) fails like one that does not import: it is unregistered, listed as
+  failed with its distribution, version and entry point, and the rest load
+  (strict mode raises); ``pm.check_pending()`` then rejects such hooks in the
+  plugins registered directly (tests, ``plugins=``);
 * ``plugins.trace`` (``HERMES_CORE_TRACE_PLUGINS=1``) prints each hook call
   and its result to stderr through pluggy's monitoring.
 """
@@ -80,6 +83,26 @@ def _trace_writer(line: str) -> None:
     sys.stderr.write(line)
 
 
+def _refuse_unknown_hooks(pm: pluggy.PluginManager, plugin: object, entry_point: str) -> None:
+    """Unregister ``plugin`` and raise when it implements a hook no hookspec declares.
+
+    The check ``pm.check_pending()`` makes for the whole manager, made per entry
+    point so a misspelt hook name fails that one plugin, like an import error.
+    """
+    unknown = sorted(
+        caller.name
+        for caller in pm.get_hookcallers(plugin) or []
+        if not caller.has_spec()
+        and any(not impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin)
+    )
+    if unknown:
+        pm.unregister(plugin)
+        raise PluginError(
+            f"entry point {entry_point} implements hooks no hookspec declares "
+            f"(misspelt?): {', '.join(unknown)}"
+        )
+
+
 def load_entrypoint_plugins(
     pm: pluggy.PluginManager,
     settings: Settings,
@@ -121,16 +144,18 @@ def load_entrypoint_plugins(
             plugin = ep.load()
             check_contract(ep.name, plugin)
             pm.register(plugin, name=ep.name)
+            _refuse_unknown_hooks(pm, plugin, f"{ep.name} = {ep.value}")
         except Exception as exc:
             origin.error = f"{type(exc).__name__}: {exc}"
             if settings.plugins.strict:
                 raise PluginError(
-                    f"plugin {ep.name!r} ({dist or 'unknown distribution'} {version}) "
-                    f"failed to load: {origin.error}"
+                    f"plugin {ep.name!r} ({dist or 'unknown distribution'} {version}, "
+                    f"entry point {ep.name} = {ep.value}) failed to load: {origin.error}"
                 ) from exc
             warnings.warn(
                 f"hermes-core: plugin {ep.name!r} from {dist or 'unknown distribution'} "
-                f"{version} failed to load and was skipped: {origin.error}",
+                f"{version} (entry point {ep.name} = {ep.value}) failed to load and was "
+                f"skipped: {origin.error}",
                 PluginLoadWarning,
                 stacklevel=2,
             )

@@ -57,7 +57,10 @@ def canonical_tools(tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
     if duplicates:
         raise PluginError(f"tool names contributed more than once: {', '.join(duplicates)}")
     ordered = sorted(tools, key=key)
-    return ordered, json.dumps(ordered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(ordered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # the schemas sent are the canonical bytes parsed back (keys sorted), so the process that
+    # froze the prompt sends exactly what a resumed process reads from the blob
+    return json.loads(text), text
 
 
 def collect_blocks(

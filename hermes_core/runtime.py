@@ -5,11 +5,17 @@ One agent turn, as an integrator drives it with its own model client::
     with session.turn() as turn:              # acquires the turn lease, loads history
         req = turn.prepare("fix the test")    # frozen prompt + history + user message
         reply = my_client(req.chat_body())    # you call the model
-        turn.record_response(reply_message, usage)
-        for call in reply_message.tool_calls or []:
+        message = turn.record_response(reply_message, usage)
+        for call in turn.run_framework_tools():   # the framework answers its own tools
             turn.add_tool_result(call.id, run_tool(call))
-            # ...prepare() again for the next model call of the turn
+        # ...prepare() again for the next model call of the turn while calls came back
         turn.commit()                         # atomic append under the fencing token
+
+Nothing of a turn is written before ``commit()``. A compression due before
+the turn's first model call compresses the stored history (committed turns);
+one due in the middle of a turn (after tool rounds) plans a view over the
+history and the draft that is sent for the rest of the turn but not written:
+the turn is appended whole at commit and the real compression runs then.
 
 Per-turn context (``pre_llm_call`` results and memory recall) goes ONLY into
 the current user message's API content, kept as its ``api_content`` sidecar
@@ -27,6 +33,7 @@ import datetime as dt
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +51,7 @@ from hermes_hookspecs import (
     PromptContext,
     SearchHit,
     SessionRecord,
+    SessionRotated,
     StoredMessage,
     ToolCall,
     TurnRecord,
@@ -64,6 +72,34 @@ log = logging.getLogger("hermes_core.runtime")
 
 PROMPT_ROUTING_KEY = "hermes.prompt"
 RECALL_HEADER = "[Recalled context for this turn; reference only, not from the user]"
+#: the tool result :meth:`Turn.commit` stores for a call the turn never answered
+UNANSWERED_RESULT = "[no result: the turn was committed before this tool call was answered]"
+#: how many rotations a stale session handle follows before giving up
+MAX_ROTATION_HOPS = 64
+#: the deepest JSON nesting accepted in tool-call arguments (deeper is a ValidationError)
+MAX_ARGUMENT_DEPTH = 64
+
+
+def json_depth(text: str) -> int:
+    """The deepest ``[``/``{`` nesting of JSON text, scanned without recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _validation(what: str, exc: PydanticValidationError) -> ValidationError:
@@ -132,6 +168,8 @@ class Session:
         self._compaction_since = False
         self._last_prompt_tokens = 0
         self._compression_due = False
+        #: reported input tokens minus our estimate of the same request (0 until a usage)
+        self._usage_offset = 0
         self._room_checked: str | None = None
         self.reload()
 
@@ -184,20 +222,12 @@ class Session:
     def resume(cls, hermes: Hermes, session_id: str) -> Session:
         """Reopen a stored session with its frozen prompt bytes (never rebuilt here)."""
         store = hermes.store()
-        record = store.get_session(session_id)
+        record = cls._live(hermes, store.get_session(session_id))
         if record.system_prompt_hash is None or record.tools_hash is None:
             prompt = cls._build(hermes, record)
             record = cls._freeze(hermes, record, prompt)
         else:
-            text = store.get_blob(record.system_prompt_hash)
-            tools_json = store.get_blob(record.tools_hash)
-            prompt = FrozenPrompt(
-                text=text,
-                prompt_hash=record.system_prompt_hash,
-                tools=json.loads(tools_json),
-                tools_json=tools_json,
-                tools_hash=record.tools_hash,
-            )
+            prompt = cls._frozen(hermes, record)
             cls._init_memory(hermes, record)
         session = cls(hermes, record, prompt)
         hermes.pm.hook.on_session_start(session=record, resumed=True)
@@ -205,6 +235,35 @@ class Session:
         if memory is not None:
             memory.on_session_switch(record.id, record.id, "resume")
         return session
+
+    @staticmethod
+    def _frozen(hermes: Hermes, record: SessionRecord) -> FrozenPrompt:
+        """The session's frozen prompt and tools, read back from their blobs."""
+        store = hermes.store()
+        assert record.system_prompt_hash is not None and record.tools_hash is not None
+        tools_json = store.get_blob(record.tools_hash)
+        return FrozenPrompt(
+            text=store.get_blob(record.system_prompt_hash),
+            prompt_hash=record.system_prompt_hash,
+            tools=json.loads(tools_json),
+            tools_json=tools_json,
+            tools_hash=record.tools_hash,
+        )
+
+    @staticmethod
+    def _live(hermes: Hermes, record: SessionRecord) -> SessionRecord:
+        """``record``, or the session a chain of rotations continued it in."""
+        store = hermes.store()
+        for _ in range(MAX_ROTATION_HOPS):
+            successor = store.continued_as(record.id)
+            if successor is None:
+                return record
+            log.info("session %s was rotated into %s; continuing there", record.id, successor)
+            record = store.get_session(successor)
+        raise SessionRotated(
+            f"session {record.id!r}: more than {MAX_ROTATION_HOPS} rotations to follow",
+            session_id=record.id,
+        )
 
     @staticmethod
     def _init_memory(hermes: Hermes, record: SessionRecord) -> None:
@@ -333,6 +392,14 @@ class Session:
         with self._lock:
             store = self.hermes.store()
             record = store.get_session(self.record.id)
+            if record.end_reason is not None:
+                live = self._live(self.hermes, record)
+                if live.id != record.id:  # another process rotated it: a stale handle follows
+                    record, force = live, True
+                    if live.system_prompt_hash is not None and live.tools_hash is not None:
+                        self.prompt = self._frozen(self.hermes, live)
+                    self._init_memory(self.hermes, live)
+                    self._usage_offset = 0
             version = (record.updated_at, record.compression_count)
             if not force and version == self._version:
                 return
@@ -389,6 +456,16 @@ class Session:
         """Tokens of the whole next request without new messages (tools + system + history)."""
         return self._base.total_tokens()
 
+    @property
+    def measured_tokens(self) -> int:
+        """:attr:`active_tokens` corrected by the provider's last reported usage.
+
+        The difference between the reported input tokens of the last answered
+        request and our estimate of that same request is carried forward, so
+        the compression checks follow the provider's count, not the estimate.
+        """
+        return max(0, self._base.total_tokens() + self._usage_offset)
+
     def active_messages(self) -> list[StoredMessage]:
         with self._lock:
             return list(self._rows)
@@ -405,9 +482,22 @@ class Session:
         settings = self.hermes.settings.session
         ttl = settings.lease_ttl if ttl is None else ttl
         wait = settings.lease_wait if wait is None else wait
-        lease = self.hermes.store().acquire_lease(
-            self.id, LeaseHolder(name=holder), ttl, timeout=wait
-        )
+        store = self.hermes.store()
+        self.reload()  # a handle another process rotated away follows the chain here
+        for _ in range(MAX_ROTATION_HOPS):
+            try:
+                lease = store.acquire_lease(self.id, LeaseHolder(name=holder), ttl, timeout=wait)
+                break
+            except SessionRotated as exc:
+                # rotated while we waited for the lease: continue in the live session
+                if exc.successor_id is None:
+                    raise
+                self.reload(force=True)
+        else:
+            raise SessionRotated(
+                f"session {self.id!r}: more than {MAX_ROTATION_HOPS} rotations to follow",
+                session_id=self.id,
+            )
         try:
             self.reload()
             return Turn(self, lease, ttl)
@@ -444,6 +534,7 @@ class Session:
         """After a rotation: continue in the child session."""
         self.record = record
         self._version = None
+        self._usage_offset = 0
         self.reload(force=True)
 
 
@@ -485,7 +576,13 @@ class Turn:
         self._answered: set[str] = set()
         self._pending_entry: Any = None
         self._user_text = ""
-        self._committed: list[Message] = []
+        self._ledger_state: tuple[Any, ...] | None = None
+        self._request_estimate: int | None = None
+        #: the mid-turn compressed view (not stored): rows, wire dicts, draft messages it covers
+        self._view: list[StoredMessage] | None = None
+        self._view_api: list[dict[str, Any]] = []
+        self._view_upto = 0
+        self._draft_ids = 0
         self._prepared = False
         self._done = False
         self._renewer = _Renewer(self, ttl)
@@ -502,7 +599,7 @@ class Turn:
     def _finish(self) -> None:
         self._done = True
         self._renewer.stop.set()
-        self._flush_ledger()
+        self._drop_unanswered_request()
         with contextlib.suppress(Exception):
             self.hermes.store().release_lease(self.lease)
 
@@ -540,14 +637,21 @@ class Turn:
         elif not self._prepared:
             raise ValidationError("the first prepare() of a turn needs a user message")
         self._prepared = True
+        # a request prepared before and never answered was not a request of the session
+        self._drop_unanswered_request()
         compressed = self._maybe_compress(preflight=True)
-        messages = [self.session.system_message(), *self.session._api, *self._pending_api]
-        messages = self._select(messages)
-        self._flush_ledger()
-        chain = self.session._base.copy()
-        for api, pending in zip(self._pending_api, self.pending, strict=True):
-            chain.extend(segment_hash(api), pending.token_count or 0)
+        apis, chosen, chain = self._draft_parts()
+        messages = self._select([self.session.system_message(), *apis], chosen)
         s = self.session
+        self._ledger_state = (
+            s._last_chain,
+            s._last_digest,
+            s._last_tokens,
+            s._compaction_since,
+            s._request_index,
+            s._last_prompt_tokens,
+        )
+        self._request_estimate = chain.total_tokens()
         entry = ledger_entry(
             s.id,
             s._request_index,
@@ -602,6 +706,26 @@ class Turn:
             extra_body=extra,
         )
 
+    def _draft_parts(self) -> tuple[list[dict[str, Any]], list[Message], RequestChain]:
+        """The next request's messages after the system prompt, and its ledger chain."""
+        s = self.session
+        upto = self._view_upto if self._view is not None else 0
+        if self._view is None:
+            apis = [*s._api]
+            messages = [row.message for row in s._rows]
+            chain = s._base.copy()
+        else:
+            apis = [*self._view_api]
+            messages = [row.message for row in self._view]
+            chain = s._prefix_chain()
+            for api, row in zip(self._view_api, self._view, strict=True):
+                chain.extend(segment_hash(api), row.token_count or 0)
+        for api, pending in zip(self._pending_api[upto:], self.pending[upto:], strict=True):
+            apis.append(api)
+            messages.append(pending.message)
+            chain.extend(segment_hash(api), pending.token_count or 0)
+        return apis, messages, chain
+
     def _inject(self, message: Message) -> Any:
         """Per-turn context for the user message's API content only (None: none)."""
         s = self.session
@@ -623,7 +747,9 @@ class Turn:
             return [*message.content, {"type": "text", "text": extra}]
         return f"{message.content or ''}\n\n{extra}"
 
-    def _select(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _select(
+        self, messages: list[dict[str, Any]], chosen_from: list[Message]
+    ) -> list[dict[str, Any]]:
         """Run ``select_context`` only when something besides the default would answer."""
         from hermes_hookspecs import ContextEngine, SelectRequest
 
@@ -636,8 +762,7 @@ class Turn:
             return messages
         # the messages are validated already (stored rows and this turn's): no re-validation
         system = Message(role="system", content=self.session.prompt.text)
-        rows = [system, *(row.message for row in self.session._rows)]
-        rows += [pending.message for pending in self.pending]
+        rows = [system, *chosen_from]
         request = SelectRequest.model_construct(
             session_id=self.session.id,
             messages=rows,
@@ -645,7 +770,21 @@ class Turn:
             settings=self.hermes.settings.compression_settings(self._threshold()),
         )
         chosen = hook(request=request)
-        return messages if chosen is None else [m.to_api() for m in chosen]
+        if chosen is None:
+            return messages
+        # a message the engine kept is sent with its cached wire dict, so its api_content
+        # (this turn's injected context) is sent as stored
+        by_id = {id(message): api for message, api in zip(rows, messages, strict=True)}
+        by_value: dict[str, dict[str, Any]] | None = None
+        out: list[dict[str, Any]] = []
+        for message in chosen:
+            api = by_id.get(id(message))
+            if api is None:
+                if by_value is None:
+                    by_value = {m.model_dump_json(): a for m, a in zip(rows, messages, strict=True)}
+                api = by_value.get(message.model_dump_json())
+            out.append(api if api is not None else message.to_api())
+        return out
 
     def record_response(self, message: Any, usage: Usage | dict[str, Any] | None = None) -> Message:
         """Record the model's assistant message (wire dict or Message) and its usage."""
@@ -653,6 +792,13 @@ class Turn:
         if not self._prepared:
             raise ValidationError("record_response() before prepare()")
         assistant = to_message(message, "assistant", "assistant message")
+        for call in assistant.tool_calls or []:
+            depth = json_depth(call.function.arguments or "")
+            if depth > MAX_ARGUMENT_DEPTH:
+                raise ValidationError(
+                    f"invalid assistant message: tool call {call.id!r} ({call.function.name}) "
+                    f"has arguments nested {depth} deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
+                )
         self._add_pending(assistant)
         for call in assistant.tool_calls or []:
             if call.id in self._open_calls or call.id in self._answered:
@@ -674,6 +820,9 @@ class Turn:
             if self.hermes.registry.names("engines"):
                 self.hermes.engine().update_usage(s.id, parsed)
             s._last_prompt_tokens = max(s._last_prompt_tokens, parsed.input_tokens)
+            if parsed.input_tokens > 0 and self._request_estimate is not None:
+                # the provider's count of this request against ours: carried forward
+                s._usage_offset = parsed.input_tokens - self._request_estimate
         self._flush_ledger()
         self.hermes.pm.hook.post_llm_call(session=s.record, response=assistant, usage=parsed)
         if s._last_prompt_tokens + (self.pending[-1].token_count or 0) >= self._threshold():
@@ -746,19 +895,25 @@ class Turn:
         return result
 
     def commit(self) -> list[StoredMessage]:
-        """Append the turn's messages atomically under the lease's fencing token."""
+        """Append the turn's messages atomically under the lease's fencing token.
+
+        A tool call still without a result is answered with a stub
+        (:data:`UNANSWERED_RESULT`, logged as a warning) placed right after
+        its assistant message's other results, so the stored view is always a
+        valid request: the API rejects an assistant ``tool_calls`` message that
+        is not followed by a result for each call.
+        """
         self._check()
+        if self._open_calls:
+            self._stub_open_calls()
         s = self.session
         try:
             stored: list[StoredMessage] = []
-            if self.pending or self._committed:
-                if self.pending:
-                    stored = self.hermes.store().append_messages(
-                        s.id, self.pending, lease=self.lease
-                    )
-                    with s._lock:
-                        s._extend_cache(stored, self._pending_api)
-                messages = self._committed + [m.message for m in self.pending]
+            if self.pending:
+                stored = self.hermes.store().append_messages(s.id, self.pending, lease=self.lease)
+                with s._lock:
+                    s._extend_cache(stored, self._pending_api)
+                messages = [m.message for m in self.pending]
                 self.hermes.pm.hook.on_turn_committed(
                     session=s.record, turn_id=self.id, messages=messages
                 )
@@ -778,22 +933,37 @@ class Turn:
                     )
             self.pending = []
             self._pending_api = []
-            if s._compression_due:
+            if self._view is not None:
+                # the turn ran on a compressed view, so the engine found compression due:
+                # the committed history (that turn included) is compressed now, for real
+                self._view = None
+                s._compaction_since = True  # the next request leaves the view either way
+                self.compress(reason="post-response")
+            elif s._compression_due:
                 self._maybe_compress(preflight=False)
             return stored
         finally:
             self._finish()
 
-    def _checkpoint(self) -> list[StoredMessage]:
-        """Append this turn's messages so far (fenced), keeping the turn open."""
-        s = self.session
-        stored = self.hermes.store().append_messages(s.id, self.pending, lease=self.lease)
-        with s._lock:
-            s._extend_cache(stored, self._pending_api)
-        self._committed.extend(m.message for m in self.pending)
-        self.pending = []
-        self._pending_api = []
-        return stored
+    def _stub_open_calls(self) -> None:
+        log.warning(
+            "session %s: committing a turn with unanswered tool calls %s; stubbed",
+            self.session.id,
+            ", ".join(self._open_calls),
+        )
+        for call_id in list(self._open_calls):
+            owner = next(
+                i
+                for i, m in enumerate(self.pending)
+                if any(c.id == call_id for c in m.message.tool_calls or [])
+            )
+            at = owner + 1
+            while at < len(self.pending) and self.pending[at].message.role == "tool":
+                at += 1
+            self.add_tool_result(call_id, UNANSWERED_RESULT)
+            if at < len(self.pending) - 1:  # move it from the end to its assistant's results
+                self.pending.insert(at, self.pending.pop())
+                self._pending_api.insert(at, self._pending_api.pop())
 
     def abort(self) -> None:
         """Drop the turn's uncommitted messages and release the lease."""
@@ -810,27 +980,68 @@ class Turn:
         """Before a turn: catch sessions that grew while nobody compressed them."""
         s = self.session
         report = self.hermes.threshold(s.model)
-        if s.active_tokens >= report.hygiene_tokens or (
+        if s.measured_tokens >= report.hygiene_tokens or (
             len(s._rows) >= self.hermes.settings.compression.hygiene_max_messages
         ):
             self.compress(reason="hygiene")
 
     def _maybe_compress(self, *, preflight: bool) -> bool:
         s = self.session
-        total = s.active_tokens + self._pending_tokens()
+        # the provider's reported count when there is one (the estimate otherwise)
+        if self._view is None:
+            total = s.measured_tokens + self._pending_tokens()
+        else:
+            total = max(0, self._draft_parts()[2].total_tokens() + s._usage_offset)
         threshold = self._threshold()
         due = s._compression_due or total >= threshold
-        if not due or not (s._rows or self.pending):
+        # in the middle of a turn (the model answered already) the draft is part of what
+        # outgrew the window, and it is not stored: compress a view, write nothing
+        mid_turn = preflight and any(m.message.role != "user" for m in self.pending)
+        if not due or not (s._rows or mid_turn):
             return False
         engines = self.hermes.registry.names("engines")
         if engines and not self.hermes.engine().should_compress(s.id, total, threshold):
             return False
-        if self.pending and not self._open_calls:
-            # a long turn (many tool rounds) outgrew the window: checkpoint the rounds
-            # so far under the lease, so the compaction can cover them too
-            self._checkpoint()
+        if mid_turn:
+            return self._compress_draft()
         outcome = self.compress(reason="preflight" if preflight else "post-response")
         return outcome.status == "compressed"
+
+    def _compress_draft(self) -> bool:
+        """Plan the mid-turn view over the history and the draft (nothing is written)."""
+        from .compression import plan_draft_view
+
+        s = self.session
+        upto = self._view_upto if self._view is not None else 0
+        now = time.time()
+        rows = list(self._view if self._view is not None else s._rows)
+        for pending in self.pending[upto:]:
+            rows.append(self._draft_row(pending, now))
+        result = plan_draft_view(self, rows)
+        s._compression_due = False
+        if result is None:
+            return False
+        self._view = [self._draft_row(item, now) for item in result.messages]
+        self._view_api = [row.to_api() for row in self._view]
+        self._view_upto = len(self.pending)
+        s._compaction_since = True
+        return True
+
+    def _draft_row(self, item: NewMessage, now: float) -> StoredMessage:
+        """A message of the turn's draft or view as the engine reads it (a negative id)."""
+        self._draft_ids += 1
+        return StoredMessage(
+            id=-self._draft_ids,
+            session_id=self.session.id,
+            position=0,
+            message=item.message,
+            api_content=item.api_content,
+            token_count=item.token_count,
+            turn_id=item.turn_id,
+            origin_id=item.origin_id,
+            annotations=item.annotations,
+            created_at=now,
+        )
 
     def compress(
         self, *, focus: str | None = None, manual: bool = False, reason: str = "manual"
@@ -845,10 +1056,28 @@ class Turn:
         return outcome
 
     def _flush_ledger(self) -> None:
+        """Record the answered request in the prefix ledger."""
         if self._pending_entry is not None:
             entry, self._pending_entry = self._pending_entry, None
+            self._ledger_state = None
             with contextlib.suppress(Exception):
                 self.hermes.store().record_prefix(entry)
+
+    def _drop_unanswered_request(self) -> None:
+        """Forget a prepared request that got no response: the ledger never counts it."""
+        if self._pending_entry is None or self._ledger_state is None:
+            return
+        s = self.session
+        (
+            s._last_chain,
+            s._last_digest,
+            s._last_tokens,
+            s._compaction_since,
+            s._request_index,
+            s._last_prompt_tokens,
+        ) = self._ledger_state
+        self._pending_entry = None
+        self._ledger_state = None
 
     # -- context manager --------------------------------------------------------
     def __enter__(self) -> Turn:
@@ -877,6 +1106,9 @@ class AsyncTurn:
 
     async def add_tool_result(self, tool_call_id: str, content: Any) -> None:
         await asyncio.to_thread(self.turn.add_tool_result, tool_call_id, content)
+
+    async def run_framework_tools(self) -> list[ToolCall]:
+        return await asyncio.to_thread(self.turn.run_framework_tools)
 
     async def commit(self) -> list[StoredMessage]:
         return await asyncio.to_thread(self.turn.commit)

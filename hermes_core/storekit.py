@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from hermes_hookspecs.errors import ValidationError
+from hermes_hookspecs.errors import SessionRotated, ValidationError
 from hermes_hookspecs.messages import Usage
 from hermes_hookspecs.records import (
     CompactionEvent,
@@ -40,6 +40,36 @@ UPDATABLE: dict[str, tuple[type, ...]] = {
     "tools_hash": (str, type(None)),
 }
 BLOB_KINDS = ("system_prompt", "tools")
+#: the end reason a rotation writes on the parent (``archive_and_compact(in_place=False)``)
+ROTATION_END_REASON = "compression"
+#: SQL both stores use to find the session continuing a rotated one (newest child first)
+SUCCESSOR_SQL = "SELECT id FROM sessions WHERE parent_id = {p} ORDER BY created_at DESC, id LIMIT 1"
+
+
+def refuse_if_rotated(
+    session_id: str, end_reason: str | None, successor_id: str | None, action: str
+) -> None:
+    """The rule for a session ended by a rotation: it takes no more writes or leases.
+
+    A stale process still holding the parent must not append a turn to it (its
+    history lives on in the child), nor take its lease. Every store calls this
+    inside the write's transaction with the session's ``end_reason`` and its
+    newest child's id; the error names the session to continue in.
+
+    :raises SessionRotated: ``end_reason`` is the rotation's.
+    """
+    if end_reason != ROTATION_END_REASON:
+        return
+    where = f"; it continues as {successor_id!r}" if successor_id else ""
+    raise SessionRotated(
+        f"cannot {action} session {session_id!r}: it was ended by compression (rotation){where}",
+        session_id=session_id,
+        successor_id=successor_id,
+    )
+
+
+#: the first end of a session wins: later ``end_session`` calls change nothing
+END_ONCE_SQL = "end_reason IS NULL"
 
 
 def _describe(exc: pydantic.ValidationError) -> str:

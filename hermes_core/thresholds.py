@@ -4,7 +4,8 @@ The rule, step by step (each step is reported so ``hermes-core config show
 --model NAME --context-length N`` can explain the number):
 
 1. ``usable = context_length - model.max_output_tokens`` (the response's
-   reserved tokens come off the window).
+   reserved tokens come off the window); ``max_output_tokens >= context_length``
+   is a :class:`ConfigError` (it would make a 1-token trigger).
 2. ``ratio = compression.threshold`` (default 0.50), replaced by the value of
    the longest ``compression.model_thresholds`` key found in the model name.
 3. For windows under 512K tokens the ratio is raised (never lowered) to
@@ -63,7 +64,14 @@ def effective_threshold(
     window = context_length if context_length is not None else settings.model.context_length
     if window <= 0:
         raise ConfigError(f"context length {window!r} must be positive")
-    usable = max(1, window - settings.model.max_output_tokens)
+    reserved = settings.model.max_output_tokens
+    if reserved >= window:
+        raise ConfigError(
+            f"model.max_output_tokens ({reserved}) must be smaller than the context length "
+            f"({window}) of {name!r}: it leaves no room for the prompt, so every request "
+            "would compress"
+        )
+    usable = window - reserved
 
     ratio = c.threshold
     matched: str | None = None

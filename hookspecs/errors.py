@@ -69,6 +69,22 @@ class LeaseLost(LeaseError):
     """The caller's lease expired or was taken over; its writes are rejected (fencing)."""
 
 
+class SessionRotated(StoreError):
+    """The session was ended by a rotation (``compression.in_place = false``).
+
+    The store refuses writes and lease requests for it; ``successor_id`` names
+    the session that continues it (None when the store found none), so a stale
+    handle can follow the chain to the live session.
+    """
+
+    def __init__(
+        self, message: str, *, session_id: str = "", successor_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.successor_id = successor_id
+
+
 class ImportFormatError(ValidationError):
     """A transcript cannot be imported; names the file, line and what was wrong."""
 

@@ -68,6 +68,26 @@ class SessionStore(ABC):
     def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionRecord]:
         """Most recently updated first."""
 
+    def continued_as(self, session_id: str) -> str | None:
+        """The session that continues ``session_id`` after a rotation, or None.
+
+        That is its newest child when the session was ended by a rotation
+        (``end_reason == "compression"``); None for any other session. The
+        default walks :meth:`list_sessions`; a store answers with one query.
+        """
+        if self.get_session(session_id).end_reason != "compression":
+            return None
+        best: SessionRecord | None = None
+        offset = 0
+        while page := self.list_sessions(limit=500, offset=offset):
+            for record in page:
+                if record.parent_id == session_id and (
+                    best is None or (record.created_at, record.id) > (best.created_at, best.id)
+                ):
+                    best = record
+            offset += len(page)
+        return best.id if best is not None else None
+
     @abstractmethod
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
         """Update ``title``, ``goal``, ``routing``, ``model``, ``provider``,
@@ -76,7 +96,12 @@ class SessionStore(ABC):
 
     @abstractmethod
     def end_session(self, session_id: str, reason: str) -> SessionRecord:
-        """Mark the session ended with ``reason``."""
+        """Mark the session ended with ``reason``; the first end wins.
+
+        Ending an ended session changes neither its reason nor its time (a
+        stale process must not erase that a rotation closed the parent) and
+        returns the stored record.
+        """
 
     # -- content-addressed blobs (frozen system prompts, tool schemas) ------
     @abstractmethod
@@ -100,6 +125,10 @@ class SessionStore(ABC):
 
         Validates tool pairing against the session's active view: a tool
         result must answer a call made by an earlier assistant message.
+
+        :raises SessionRotated: the session was ended by a rotation
+            (``end_reason == "compression"``); the error names the session
+            that continues it (:func:`hermes_core.storekit.refuse_if_rotated`).
         """
 
     @abstractmethod
@@ -235,6 +264,9 @@ class SessionStore(ABC):
             one-second poll) when the lease is released.
         A lease that expired, or whose holder process is provably dead on
         this host, is taken over. Every grant gets a larger fencing token.
+
+        :raises SessionRotated: the session was ended by a rotation; its
+            successor takes the turns (as :meth:`append_messages`).
         """
 
     @abstractmethod

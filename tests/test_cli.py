@@ -79,7 +79,10 @@ def test_replay_report_json(replayed: tuple[Path, dict[str, Any]]) -> None:
     tmp, report = replayed
     assert report["format"] == "openai-chat"
     assert report["requests"] >= 40
-    assert len(report["compressions"]) >= 2
+    # the transcript is one long turn: mid-turn compressions shape the requests (nothing is
+    # stored before commit) and the stored compaction happens once the turn is committed
+    assert len(report["compressions"]) >= 1
+    assert max(report["request_tokens"]) < 32000
     assert report["final_active_tokens"] < 32000
     assert report["final_messages"][0]["role"] == "system"
     ids = report["identifiers"]

@@ -414,5 +414,7 @@ def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
         report = replay(host, source, format="openai-chat", context_length=window)
     finally:
         host.close()
-    assert len(report.compressions) > 10
+    # stored compactions: a long turn compresses mid-turn as a view sent to the model (nothing
+    # is stored before commit) and is compacted once, when it is committed
+    assert len(report.compressions) > 5
     assert report.final_active_tokens <= report.threshold_tokens

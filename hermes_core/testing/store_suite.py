@@ -72,6 +72,7 @@ from hermes_hookspecs import (
     NewSession,
     NotFoundError,
     PrefixEntry,
+    SessionRotated,
     SessionStore,
     StoredMessage,
     ToolCall,
@@ -388,6 +389,13 @@ class SessionStoreSuite:
         ended = store.end_session(session_id, "user")
         assert ended.end_reason == "user" and ended.ended_at is not None
         assert store.get_session(session_id).end_reason == "user"
+
+    def test_first_end_wins(self, store: SessionStore, session_id: str) -> None:
+        first = store.end_session(session_id, "compression")
+        again = store.end_session(session_id, "user")  # a stale process ends it again
+        assert again.end_reason == "compression" and again.ended_at == first.ended_at
+        stored = store.get_session(session_id)
+        assert (stored.end_reason, stored.ended_at) == ("compression", first.ended_at)
 
     # =========================================================================
     # blobs
@@ -781,6 +789,39 @@ class SessionStoreSuite:
         assert {m.id for m in old + late} <= kept  # nothing deleted
         for row in store.get_messages([m.id for m in old]):
             assert not row.active and row.compacted
+
+    def test_rotated_parent_refuses_writes_and_leases(self, store: SessionStore) -> None:
+        parent = store.create_session(NewSession(title="P")).id
+        old = store.append_messages(parent, [user("u1"), assistant("a1")])
+        lease = store.acquire_lease(parent, LeaseHolder(name="a"), 30.0)
+        commit = store.archive_and_compact(
+            parent,
+            [summary("rotated")],
+            watermark=old[-1].id,
+            lease=lease,
+            in_place=False,
+            child=NewSession(title="P"),
+        )
+        child = commit.child_session_id
+        assert child
+        store.release_lease(lease)
+        before = snapshot(store, parent)
+        with pytest.raises(SessionRotated, match="ended by compression") as caught:
+            store.append_messages(parent, [user("a stale process's turn")])
+        assert caught.value.session_id == parent and caught.value.successor_id == child
+        assert child in str(caught.value)
+        with pytest.raises(SessionRotated) as caught:
+            store.acquire_lease(parent, LeaseHolder(name="b"), 30.0)
+        assert caught.value.successor_id == child
+        with pytest.raises(SessionRotated):
+            store.acquire_lease(parent, LeaseHolder(name="b"), 30.0, timeout=0.5)
+        with pytest.raises(SessionRotated):
+            store.archive_and_compact(parent, [summary("again")], watermark=old[-1].id)
+        assert snapshot(store, parent) == before
+        assert store.end_session(parent, "user").end_reason == "compression"
+        store.append_messages(child, [user("the live session takes it")])
+        assert store.continued_as(parent) == child
+        assert store.continued_as(child) is None
 
     # =========================================================================
     # search

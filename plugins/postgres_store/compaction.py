@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
+    END_ONCE_SQL,
     check_new_session,
     check_tool_pairing,
     no_known_calls,
@@ -146,7 +147,7 @@ def archive_and_compact(
     update: ContinuationUpdate | None = None,
 ) -> CompactionCommit:
     """Run inside the caller's transaction (see :meth:`SessionStore.archive_and_compact`)."""
-    next_position, count = lock_session(conn, session_id)
+    next_position, count = lock_session(conn, session_id, "compact")
     leases.fence(conn, session_id, lease)
     require_blobs(
         update,
@@ -226,7 +227,7 @@ def archive_and_compact(
     )
     conn.execute(
         f"UPDATE sessions SET end_reason = 'compression', ended_at = {NOW}, updated_at = {NOW} "
-        "WHERE id = %s",
+        f"WHERE id = %s AND {END_ONCE_SQL}",
         (session_id,),
     )
     if event is not None:

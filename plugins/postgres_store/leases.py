@@ -29,6 +29,8 @@ from hermes_core.storekit import holder_is_dead
 from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, ValidationError
 from hermes_hookspecs.records import LeaseGrant, LeaseHolder
 
+from .writes import check_open
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -138,6 +140,10 @@ def try_grant(
     """One transaction: grant the lease if it is free; else report who holds it."""
     with conn.transaction():
         row = load(conn, session_id, "UPDATE")
+        ended = conn.execute("SELECT end_reason FROM sessions WHERE id = %s", (session_id,))
+        found = ended.fetchone()
+        if found is not None:
+            check_open(conn, session_id, found[0], "take the turn lease of")
         if row.live:
             return None, row
         granted = conn.execute(

@@ -17,6 +17,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
+    END_ONCE_SQL,
+    ROTATION_END_REASON,
+    SUCCESSOR_SQL,
     check_blob_kind,
     check_continuation,
     check_count,
@@ -245,6 +248,14 @@ class PostgresSessionStore(SessionStore):
             ).fetchall()
         return [session_from_row(row) for row in rows]
 
+    def continued_as(self, session_id: str) -> str | None:
+        record = self.get_session(session_id)
+        if record.end_reason != ROTATION_END_REASON:
+            return None
+        with self._conn() as conn:
+            child = conn.execute(SUCCESSOR_SQL.format(p="%s"), (session_id,)).fetchone()
+        return str(child[0]) if child else None
+
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
         from psycopg import sql
 
@@ -276,9 +287,13 @@ class PostgresSessionStore(SessionStore):
         with self._tx() as conn:
             row = conn.execute(
                 f"UPDATE sessions SET end_reason = %s, ended_at = {NOW}, updated_at = {NOW} "
-                f"WHERE id = %s RETURNING {SESSION_COLUMNS}",
+                f"WHERE id = %s AND {END_ONCE_SQL} RETURNING {SESSION_COLUMNS}",
                 (reason, session_id),
             ).fetchone()
+            if row is None:  # ended before (the first end wins), or no such session
+                row = conn.execute(
+                    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
+                ).fetchone()
         if row is None:
             raise NotFoundError(f"session {session_id!r} not found")
         return session_from_row(row)
@@ -318,7 +333,7 @@ class PostgresSessionStore(SessionStore):
     ) -> list[StoredMessage]:
         batch = coerce_messages(messages, "messages")
         with self._tx() as conn:
-            next_position, _ = lock_session(conn, session_id)
+            next_position, _ = lock_session(conn, session_id, "append messages to")
             leases.fence(conn, session_id, lease)
             if not batch:
                 return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hermes_core.storekit import SUCCESSOR_SQL, refuse_if_rotated
 from hermes_hookspecs.errors import NotFoundError, ValidationError
 from hermes_hookspecs.records import NewMessage
 
@@ -23,15 +24,31 @@ _ROW = (
 )
 
 
-def lock_session(conn: psycopg.Connection[Any], session_id: str) -> tuple[Any, ...]:
-    """Lock the session row for this transaction; ``(next_position, compression_count)``."""
+def lock_session(
+    conn: psycopg.Connection[Any], session_id: str, action: str = "write to"
+) -> tuple[Any, ...]:
+    """Lock the session row for this transaction; ``(next_position, compression_count)``.
+
+    :raises SessionRotated: the session was ended by a rotation (storekit's rule).
+    """
     row = conn.execute(
-        "SELECT next_position, compression_count FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+        "SELECT next_position, compression_count, end_reason FROM sessions "
+        "WHERE id = %s FOR NO KEY UPDATE",
         (session_id,),
     ).fetchone()
     if row is None:
         raise NotFoundError(f"session {session_id!r} not found")
-    return tuple(row)
+    check_open(conn, session_id, row[2], action)
+    return tuple(row[:2])
+
+
+def check_open(
+    conn: psycopg.Connection[Any], session_id: str, end_reason: str | None, action: str
+) -> None:
+    """Refuse ``action`` on a session a rotation ended, naming its successor."""
+    if end_reason is not None:
+        child = conn.execute(SUCCESSOR_SQL.format(p="%s"), (session_id,)).fetchone()
+        refuse_if_rotated(session_id, end_reason, child[0] if child else None, action)
 
 
 def known_calls(conn: psycopg.Connection[Any], session_id: str, ids: set[str]) -> set[str]:

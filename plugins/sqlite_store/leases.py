@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes_core.storekit import check_ttl, holder_is_dead
+from hermes_core.storekit import SUCCESSOR_SQL, check_ttl, holder_is_dead, refuse_if_rotated
 from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError, ValidationError
 from hermes_hookspecs.records import LeaseGrant, LeaseHolder
 from hermes_hookspecs.store import SessionStore
@@ -92,12 +92,21 @@ def load(conn: sqlite3.Connection, session_id: str) -> LeaseRow | None:
     )
 
 
+def check_open(conn: sqlite3.Connection, session_id: str, action: str) -> None:
+    """Inside a transaction: the session exists and was not ended by a rotation."""
+    found = conn.execute("SELECT end_reason FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if found is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    if found[0] is not None:
+        child = conn.execute(SUCCESSOR_SQL.format(p="?"), (session_id,)).fetchone()
+        refuse_if_rotated(session_id, found[0], child[0] if child else None, action)
+
+
 def try_grant(
     conn: sqlite3.Connection, session_id: str, holder: LeaseHolder, ttl: float
 ) -> tuple[LeaseGrant | None, LeaseRow | None]:
     """Inside a write transaction: grant the lease if it is free, else report who holds it."""
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-        raise NotFoundError(f"session {session_id!r} not found")
+    check_open(conn, session_id, "take the turn lease of")
     now = time.time()
     row = load(conn, session_id)
     if is_live(row, now):

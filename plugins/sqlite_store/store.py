@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.storekit import (
+    END_ONCE_SQL,
+    ROTATION_END_REASON,
+    SUCCESSOR_SQL,
     check_continuation,
     check_count,
     check_search_scope,
@@ -262,6 +265,14 @@ class SqliteSessionStore(SessionStore):
             ).fetchall()
         return [session_from_row(row) for row in rows]
 
+    def continued_as(self, session_id: str) -> str | None:
+        with self._db.read() as conn:
+            record = self._session(conn, session_id)
+            if record.end_reason != ROTATION_END_REASON:
+                return None
+            child = conn.execute(SUCCESSOR_SQL.format(p="?"), (session_id,)).fetchone()
+        return str(child[0]) if child else None
+
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
         allowed = (*_STR_FIELDS, "routing", *_HASH_FIELDS)
         sets: list[str] = []
@@ -310,8 +321,9 @@ class SqliteSessionStore(SessionStore):
         def body(conn: sqlite3.Connection) -> SessionRecord:
             self._session(conn, session_id)
             now = time.time()
-            conn.execute(
-                "UPDATE sessions SET end_reason = ?, ended_at = ?, updated_at = ? WHERE id = ?",
+            conn.execute(  # the first end wins (storekit.END_ONCE_SQL)
+                "UPDATE sessions SET end_reason = ?, ended_at = ?, updated_at = ? "
+                f"WHERE id = ? AND {END_ONCE_SQL}",
                 (reason, now, now, session_id),
             )
             return self._session(conn, session_id)
@@ -430,6 +442,7 @@ class SqliteSessionStore(SessionStore):
             if not reserved:
                 raise NotFoundError(f"session {session_id!r} not found")
             position = int(reserved[0][0]) - len(batch)
+            leases.check_open(conn, session_id, "append messages to")
             leases.fence(conn, session_id, lease)
             check_tool_pairing(
                 pairs,
@@ -526,6 +539,7 @@ class SqliteSessionStore(SessionStore):
 
         def body(conn: sqlite3.Connection) -> CompactionCommit:
             parent = self._session(conn, session_id)
+            leases.check_open(conn, session_id, "compact")
             leases.fence(conn, session_id, lease)
             require_blobs(
                 update,
@@ -607,7 +621,7 @@ class SqliteSessionStore(SessionStore):
                 )
                 conn.execute(
                     "UPDATE sessions SET end_reason = 'compression', ended_at = ?, updated_at = ? "
-                    "WHERE id = ?",
+                    f"WHERE id = ? AND {END_ONCE_SQL}",
                     (now, now, session_id),
                 )
                 copies = [NewMessage.carried_from(m) for m in carried]
