@@ -566,3 +566,37 @@ def test_the_replay_report_shows_what_the_importer_skipped(tmp_path: Path) -> No
     assert report.import_skipped["record.last-prompt"] >= 1
     assert report.import_skipped["attachment.hook_success"] == 1
     assert json.loads(report.model_dump_json())["import_skipped"] == report.import_skipped
+
+
+def test_replay_branches_option_imports_the_abandoned_branch_as_a_conversation(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    def conversation_count(*extra: str) -> int:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hermes_core",
+                "replay",
+                str(REWIND),
+                "--json",
+                "--db",
+                str(tmp_path / "r.db"),
+                "--context-length",
+                "400000",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-800:]
+        return int(json.loads(proc.stdout)["imported_messages"])
+
+    continued = conversation_count()
+    abandoned = conversation_count("--branches", "all", "--conversation", "1")
+    assert abandoned != continued  # the second conversation is the abandoned branch

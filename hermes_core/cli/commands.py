@@ -399,6 +399,13 @@ def compress_cmd(state: State, session_id: str, focus: str | None, as_json: bool
 @click.option("--db", type=click.Path(path_type=Path), help="SQLite file (session.path).")
 @click.option("--probes", type=click.Path(path_type=Path, exists=True), help="Recall probes JSON.")
 @click.option("--chart", type=click.Path(path_type=Path), help="Write tokens-per-request chart.")
+@click.option(
+    "--branches",
+    type=click.Choice(["continued", "all"]),
+    default=None,
+    help="Claude Code rewinds: follow the continued branch (default) or also import the "
+    "abandoned ones as extra conversations (pick one with --conversation).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
 def replay_cmd(
@@ -414,11 +421,17 @@ def replay_cmd(
     db: Path | None,
     probes: Path | None,
     chart: Path | None,
+    branches: str | None,
     as_json: bool,
 ) -> None:
     """Replay a real transcript through the configured stack and report what was kept."""
+    import os
+
     from ..recall import load_probes
     from ..replay import replay
+
+    if branches:  # read by the importers (HERMES_CORE_IMPORT_BRANCHES)
+        os.environ["HERMES_CORE_IMPORT_BRANCHES"] = branches
 
     overrides: dict[str, Any] = {}
     compression = {
