@@ -186,15 +186,39 @@ class Redactor:
     def redact_value(self, value: Any) -> Any:
         """A copy of a JSON-like value (dicts, lists, tuples) with every string redacted.
 
-        Dict keys are kept as they are; non-string scalars pass unchanged.
+        Dict keys are kept as they are; non-string scalars pass unchanged. The
+        walk uses an explicit stack, so a value nested thousands deep is
+        redacted like any other (no ``RecursionError``).
         """
         if isinstance(value, str):
             return self.redact(value)
-        if isinstance(value, dict):
-            return {key: self.redact_value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.redact_value(item) for item in value]
-        return value
+        if not isinstance(value, dict | list | tuple):
+            return value
+        root: list[Any] = [None]
+        # (source container, target container, key in target's parent is already set)
+        stack: list[tuple[Any, Any]] = []
+
+        def copy_of(item: Any) -> Any:
+            if isinstance(item, str):
+                return self.redact(item)
+            if isinstance(item, dict):
+                target: Any = {}
+            elif isinstance(item, list | tuple):
+                target = []
+            else:
+                return item
+            stack.append((item, target))
+            return target
+
+        root[0] = copy_of(value)
+        while stack:
+            source, target = stack.pop()
+            if isinstance(source, dict):
+                for key, item in source.items():
+                    target[key] = copy_of(item)
+            else:
+                target.extend(copy_of(item) for item in source)
+        return root[0]
 
     def redact_any(self, value: Any) -> Any:
         """A redacted copy of any value: messages and summaries as below, other models field by

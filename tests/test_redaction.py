@@ -407,3 +407,18 @@ def test_detect_secrets_formats_are_adopted_after_the_own_rules() -> None:
     out = redactor.redact(f"twilio {twilio} and sendgrid {sendgrid}")
     assert twilio not in out and sendgrid not in out
     assert "[REDACTED:twilio_api_key]" in out
+
+
+def test_redact_value_walks_values_nested_thousands_deep() -> None:
+    from hermes_core.redaction import Redactor
+    from hermes_plugin_redaction import default_rules
+
+    secret = "sk-" + "a" * 48
+    deep: object = {"token": secret}
+    for _ in range(5_000):
+        deep = [deep, "plain"]
+    out = Redactor(default_rules()).redact_value(deep)
+    for _ in range(5_000):
+        assert isinstance(out, list) and out[1] == "plain"
+        out = out[0]
+    assert out == {"token": "[REDACTED:openai_api_key]"}
