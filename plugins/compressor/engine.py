@@ -103,7 +103,7 @@ SUMMARY_PROMPT_OVERHEAD = 2_000
 #: 1/HANDOFF_FLOOR and 1/HANDOFF_CAP of the threshold, and at most HANDOFF_MAX tokens
 HANDOFF_RATE = 1 / 40
 HANDOFF_FLOOR = 24
-HANDOFF_CAP = 6
+HANDOFF_CAP = 4
 HANDOFF_MAX = 12_000
 #: after a compaction the view should take at most this share of the threshold
 AFTER_TARGET = 0.55
