@@ -82,6 +82,6 @@ def test_handoff_budget_grows_with_the_history_within_the_window() -> None:
     assert handoff_tokens(92_928, 40_000) == 92_928 // 24  # the floor
     assert handoff_tokens(92_928, 400_000) == 10_000  # a fortieth of the history
     assert handoff_tokens(92_928, 4_000_000) == 12_000  # the absolute cap
-    assert handoff_tokens(44_928, 4_000_000) == 44_928 // 6  # the window's cap
+    assert handoff_tokens(44_928, 4_000_000) == 44_928 // 4  # the window's cap
     # little room left after the system prompt and the tail: the handoff shrinks, to a floor
     assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 3 // 2
