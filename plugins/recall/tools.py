@@ -10,7 +10,7 @@ the session's token counter) and say how to get more.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hermes_core.search import SearchResult, message_text, search_with_context
@@ -28,7 +28,7 @@ def _fail(name: str, problem: str, usage: str) -> str:
 
 
 def _check_arguments(
-    name: str, arguments: dict[str, Any], allowed: dict[str, type], usage: str
+    name: str, arguments: dict[str, Any], allowed: Mapping[str, type], usage: str
 ) -> str | None:
     unknown = sorted(set(arguments) - set(allowed))
     if unknown:
@@ -82,7 +82,7 @@ class _Budgeted(AgentTool):
     def __init__(self, settings: RecallSettings) -> None:
         self.settings = settings
 
-    def _fit(self, render: Any, context: ToolContext, start_chars: int) -> str:
+    def _fit(self, render: Callable[[int], str], context: ToolContext, start_chars: int) -> str:
         """Render with a per-message char cap, halving it until the result fits the budget."""
         budget = min(context.budget_tokens, self.settings.budget_tokens)
         limit = start_chars
