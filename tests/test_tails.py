@@ -362,11 +362,10 @@ def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> N
     ("budget", "threshold", "expected"),
     [
         (2_000, 8_928, 1_000),  # 16K window: the floor
-        (2_000, 96_000, 2_000),  # the default budget, untouched
-        (8_000, 20_928, 1_000),  # 32K window: the floor (a fortieth is less)
-        (8_000, 44_928, 1_123),  # a fortieth of the threshold
-        (8_000, 96_000, 2_400),
-        (20_000, 400_000, 10_000),
+        (2_000, 200_000, 2_000),  # the default budget, untouched
+        (8_000, 20_928, 1_000),  # 32K window: the floor (a sixtieth is less)
+        (8_000, 96_000, 1_600),  # a sixtieth of the threshold
+        (20_000, 600_000, 10_000),
         (8_000, 3_900, 975),  # tiny window: a quarter, under the floor
         (0, 96_000, 0),
     ],

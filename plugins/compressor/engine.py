@@ -101,7 +101,7 @@ from .summary_input import SummaryInput, build_summary_input
 SUMMARY_PROMPT_OVERHEAD = 2_000
 #: the handoff's size: HANDOFF_RATE of the history it stands for, between
 #: 1/HANDOFF_FLOOR and 1/HANDOFF_CAP of the threshold, and at most HANDOFF_MAX tokens
-HANDOFF_RATE = 1 / 40
+HANDOFF_RATE = 1 / 34
 HANDOFF_FLOOR = 24
 HANDOFF_CAP = 4
 HANDOFF_MAX = 12_000

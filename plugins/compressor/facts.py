@@ -307,7 +307,7 @@ def extract_facts(messages: Sequence[Message], ids: Sequence[int | None]) -> lis
             ):
                 errors = []
             if _ACK.match(outcome):
-                outcome, boost = "ok", -1.0
+                outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
             if found is not None:
                 index, subject, _tool = found
                 fact = facts[index]
