@@ -368,3 +368,9 @@ def test_plugins_add_commands(tmp_path: Path) -> None:
     strict = run(tmp_path, "plugins", env={**env, "HERMES_CORE_STRICT_PLUGINS": "1"})
     assert strict.returncode == 1
     assert "broken_commands" in strict.stderr or "future_plugin" in strict.stderr
+
+
+def test_one_line_shows_tabs_as_spaces_and_escapes_other_controls() -> None:
+    from hermes_core.cli.output import one_line
+
+    assert one_line("a\tb\nc\x1b[2Jd\x07") == "a b c\\x1b[2Jd\\x07"

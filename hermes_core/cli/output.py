@@ -50,8 +50,9 @@ def visible(text: Any, *, keep_newlines: bool = False) -> str:
 
 
 def one_line(text: Any, limit: int | None = None) -> str:
-    """Stored text on one line: newlines as spaces, controls escaped, cut at ``limit``."""
+    """Stored text on one line: newlines and tabs as spaces, controls escaped, cut at ``limit``."""
     value = ("" if text is None else str(text)).replace("\r\n", " ").replace("\n", " ")
+    value = value.replace("\t", " ")
     if limit is not None and len(value) > limit:
         value = value[: limit - 1] + "…"
     return visible(value)
