@@ -91,7 +91,8 @@ def search_with_context(
     write order, within the hit's session. A hit whose window overlaps a
     place already taken joins that place (its window widens) instead of
     counting again, and more hits are asked for until ``limit`` distinct
-    places are filled or the store has no more.
+    places are filled or the store has no more. Hits on text a harness
+    injected (:attr:`Message.harness`) come after all others.
 
     :param store: the session store to search.
     :param query: plain text (search syntax in it is text, never operators).
@@ -165,6 +166,11 @@ def _window(
     return [*shown_before, rows[at], *later[:neighbours]]
 
 
+def _is_harness(hit: SearchHit, rows: list[StoredMessage]) -> bool:
+    row = next((r for r in rows if r.id == hit.message_id), None)
+    return row is not None and row.message.harness is not None
+
+
 def _places(
     store: SessionStore,
     hits: list[SearchHit],
@@ -172,9 +178,12 @@ def _places(
     neighbours: int,
     include_compacted: bool,
 ) -> list[_Place]:
+    windows = [(hit, _window(store, hit, neighbours, include_compacted)) for hit in hits]
+    # text a harness injected (reminders, its own compaction summaries) matches many
+    # queries and answers few: such hits come after every other one, in store order
+    windows.sort(key=lambda pair: _is_harness(*pair))
     places: list[_Place] = []
-    for hit in hits:
-        rows = _window(store, hit, neighbours, include_compacted)
+    for hit, rows in windows:
         joined = next((p for p in places if p.overlaps(hit.session_id, rows)), None)
         if joined is not None:
             joined.absorb(hit, rows)

@@ -223,3 +223,36 @@ def test_scope_compacted_and_bad_input(store: SessionStore) -> None:
         search_with_context(store, "plover", session_ids=iter([sid]))  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         search_with_context(store, 42, session_ids=[sid])  # type: ignore[arg-type]
+
+
+def test_harness_rows_come_after_the_others(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    store = SqliteSessionStore(str(tmp_path / "h.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        reminder = "deploy deploy deploy failed failed: the deploy failed again " * 5
+        store.append_messages(
+            sid,
+            [
+                NewMessage.model_validate(
+                    {"message": {"role": "user", "content": reminder, "harness": "x.reminder"}}
+                ),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"n{i}"}})
+                    for i in range(4)
+                ),
+                NewMessage.model_validate(
+                    {"message": {"role": "user", "content": "the deploy failed: E4711"}}
+                ),
+            ],
+        )
+        places = search_with_context(store, "deploy failed", session_ids=[sid], limit=2)
+        assert [p.message.message.text() for p in places] == [
+            "the deploy failed: E4711",
+            reminder,
+        ]
+    finally:
+        store.close()
