@@ -64,6 +64,7 @@ from .reading import (
     decode_head,
     first_line,
     iter_jsonl,
+    judge_sample,
     sample_records,
 )
 
@@ -152,23 +153,16 @@ class ClaudeCodeImporter(Importer):
         typed = [v for v in objects if isinstance(v.get("type"), str)]
         known = [v for v in typed if v["type"] in _KNOWN_TYPES and "payload" not in v]
         claude = [v for v in known if _CLAUDE_KEYS & v.keys() or v["type"] in _SKIPPED_TYPES]
-        score = len(claude) / (len(objects) + bad)
-        if not claude:
-            return Recognition(
-                matched=False,
-                score=0.2 * len(known) / len(objects),
-                reason=f"none of the {len(objects)} records has Claude Code's record keys"
-                " (uuid, parentUuid, sessionId) or record types",
-            )
-        if len(claude) < 0.8 * len(objects):
-            odd = next(v for v in objects if v not in claude)
-            return Recognition(
-                matched=False,
-                score=score,
-                reason=f"{len(objects) - len(claude)} of {len(objects)} records are not Claude"
-                f" Code records (e.g. type {str(odd.get('type'))[:40]!r})",
-            )
-        return Recognition(matched=True, score=score, reason="Claude Code record types and keys")
+        return judge_sample(
+            objects,
+            claude,
+            bad,
+            what="Claude Code",
+            near_score=0.2 * len(known) / len(objects),
+            none_reason=f"none of the {len(objects)} records has Claude Code's record keys"
+            " (uuid, parentUuid, sessionId) or record types",
+            matched_reason="Claude Code record types and keys",
+        )
 
     # -- loading -------------------------------------------------------------
     def load(self, path: Path) -> list[ImportedConversation]:

@@ -50,6 +50,7 @@ from .reading import (
     flatten_content,
     iter_jsonl,
     json_arguments,
+    judge_sample,
     sample_records,
 )
 
@@ -96,23 +97,16 @@ class CodexRolloutImporter(Importer):
         typed = [v for v in objects if isinstance(v.get("type"), str)]
         shaped = [v for v in typed if isinstance(v.get("payload"), dict)]
         rollout = [v for v in shaped if v["type"] in _RECORD_TYPES]
-        score = len(rollout) / (len(objects) + bad)
-        if not rollout:
-            return Recognition(
-                matched=False,
-                score=0.3 * len(shaped) / len(objects),
-                reason=f"none of the {len(objects)} records is a rollout record"
-                ' ({"type": session_meta|response_item|..., "payload": {...}})',
-            )
-        if len(rollout) < 0.8 * len(objects):
-            odd = next(v for v in objects if v not in rollout)
-            return Recognition(
-                matched=False,
-                score=score,
-                reason=f"{len(objects) - len(rollout)} of {len(objects)} records are not rollout"
-                f" records (e.g. type {str(odd.get('type'))[:40]!r})",
-            )
-        return Recognition(matched=True, score=score, reason="rollout records with payloads")
+        return judge_sample(
+            objects,
+            rollout,
+            bad,
+            what="rollout",
+            near_score=0.3 * len(shaped) / len(objects),
+            none_reason=f"none of the {len(objects)} records is a rollout record"
+            ' ({"type": session_meta|response_item|..., "payload": {...}})',
+            matched_reason="rollout records with payloads",
+        )
 
     def load(self, path: Path) -> list[ImportedConversation]:
         builder = ConversationBuilder(str(path))

@@ -16,7 +16,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from hermes_hookspecs import ImportFormatError
+from hermes_hookspecs import ImportFormatError, Recognition
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: how many (decompressed) bytes :func:`read_head` returns by default
@@ -415,3 +415,34 @@ def sample_records(sample: bytes, limit: int = 200) -> tuple[list[Any], int]:
             while position < len(text) and text[position].isspace():
                 position += 1
     return values, bad
+
+
+#: the share of sampled records that must be a format's own for a file to be that format
+MAJORITY = 0.8
+
+
+def judge_sample(
+    objects: list[dict[str, Any]],
+    own: list[dict[str, Any]],
+    bad: int,
+    *,
+    what: str,
+    near_score: float,
+    none_reason: str,
+    matched_reason: str,
+) -> Recognition:
+    """The verdict on a sample whose ``own`` records are the format's (one rule for every
+    JSONL importer): none is a miss scored ``near_score``; under :data:`MAJORITY` of the
+    records is a miss naming a stranger record; otherwise a match scored by the share."""
+    score = len(own) / (len(objects) + bad)
+    if not own:
+        return Recognition(matched=False, score=near_score, reason=none_reason)
+    if len(own) < MAJORITY * len(objects):
+        odd = next(v for v in objects if v not in own)
+        return Recognition(
+            matched=False,
+            score=score,
+            reason=f"{len(objects) - len(own)} of {len(objects)} records are not {what}"
+            f" records (e.g. type {str(odd.get('type'))[:40]!r})",
+        )
+    return Recognition(matched=True, score=score, reason=matched_reason)
