@@ -254,23 +254,13 @@ def search(
             for scope in small:
                 _scan(conn, found, scope, active_only, terms, k, some=len(terms) > 1)
         if large and tri_terms:  # every term as substrings, then some of them
-            match = " ".join(trigram_match(t) for t in tri_terms)
-            contains = _contains("AND", tri_terms)
-            for scope in large:
-                rows = _fts(
-                    conn,
-                    TRIGRAM,
-                    match,
-                    scope,
-                    active_only,
-                    k,
-                    newest_first=True,
-                    contains=contains,
-                )
-                found.add(rows, k, scored=False, every=False)
-            if len(tri_terms) > 1 and len(ranked()) < limit:
-                match = " OR ".join(f"({trigram_match(t)})" for t in tri_terms)
-                contains = _contains("OR", tri_terms)
+            passes = [("AND", " ".join(trigram_match(t) for t in tri_terms))]
+            if len(tri_terms) > 1:
+                passes.append(("OR", " OR ".join(f"({trigram_match(t)})" for t in tri_terms)))
+            for operator, match in passes:
+                if operator == "OR" and len(ranked()) >= limit:
+                    break
+                contains = _contains(operator, tri_terms)
                 for scope in large:
                     rows = _fts(
                         conn,
