@@ -574,7 +574,7 @@ def test_replay_branches_option_imports_the_abandoned_branch_as_a_conversation(
     import subprocess
     import sys
 
-    def conversation_count(*extra: str) -> int:
+    def replayed_users(*extra: str) -> list[str]:
         proc = subprocess.run(
             [
                 sys.executable,
@@ -595,8 +595,10 @@ def test_replay_branches_option_imports_the_abandoned_branch_as_a_conversation(
             check=False,
         )
         assert proc.returncode == 0, proc.stderr[-800:]
-        return int(json.loads(proc.stdout)["imported_messages"])
+        final = json.loads(proc.stdout)["final_messages"]
+        return [str(m["content"]) for m in final if m["role"] == "user"]
 
-    continued = conversation_count()
-    abandoned = conversation_count("--branches", "all", "--conversation", "1")
-    assert abandoned != continued  # the second conversation is the abandoned branch
+    abandoned_text = "replicate --all-refs --stats --verbose \\\n    https://github.com/entireio"
+    assert not any(text.startswith(abandoned_text) for text in replayed_users())
+    abandoned = replayed_users("--branches", "all", "--conversation", "1")
+    assert abandoned[-1].startswith(abandoned_text)  # conversation 1: the abandoned branch
