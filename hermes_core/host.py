@@ -179,12 +179,14 @@ class Hermes:
         Every summarizer is handed out as a
         :class:`~hermes_core.redaction.RedactingSummarizer`: whichever plugin
         implements it, the messages, previous summary, insights and reused
-        prefix it receives have passed through :meth:`redactor`.
+        prefix it receives have passed through :meth:`redactor`. The one
+        exception is a summarizer declaring ``in_process = True`` (it sends its
+        input nowhere, so there is nothing to keep from leaving).
         """
         value: Summarizer = self.registry.get(
             "summarizers", name or self.settings.summarizer_name()
         )
-        if isinstance(value, RedactingSummarizer):
+        if isinstance(value, RedactingSummarizer) or value.in_process:
             return value
         return RedactingSummarizer(value, self.redactor())
 

@@ -278,6 +278,10 @@ class Summarizer(ABC):
     name: str = ""
     #: the summarizer model's own window in tokens (``None``: unbounded)
     context_length: int | None = None
+    #: True only for a summarizer that runs in this process and sends its input nowhere
+    #: (the offline ``deterministic`` one): the host then hands it the input unredacted,
+    #: since nothing leaves. Every other summarizer sees redacted input.
+    in_process: bool = False
 
     @abstractmethod
     def summarize(self, request: SummaryRequest) -> SummaryResult:

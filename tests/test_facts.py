@@ -85,3 +85,23 @@ def test_handoff_budget_grows_with_the_history_within_the_window() -> None:
     assert handoff_tokens(44_928, 4_000_000) == 44_928 // 4  # the window's cap
     # little room left after the system prompt and the tail: the handoff shrinks, to a floor
     assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 3 // 2
+
+
+def test_facts_recorded_once_per_message_give_the_same_result() -> None:
+    from hermes_plugin_compressor.facts import KEY, annotation
+
+    output = "--- FAIL: TestX (0.01s)\n    x_test.go:9: got 0, want 1\nFAIL\nok  pkg 1.2s"
+    messages = [
+        Message(role="user", content="Fix it. Never touch the migrations."),
+        Message(role="assistant", content="Because the test is flaky, I will rerun it."),
+        bash("c1", "go test ./..."),
+        Message(role="tool", tool_call_id="c1", content=output),
+        Message(role="user", content="<x>y</x>", harness="x.y"),
+    ]
+    notes = [annotation(m) for m in messages]
+    assert notes[-1] is None and all(KEY in n for n in notes[:-1] if n is not None)
+    ids = [1, 2, 3, 4, 5]
+    assert extract_facts(messages, ids, notes) == extract_facts(messages, ids)
+    # a stale version is not trusted: the text is read again
+    stale = [{KEY: {"v": -1, "request": "stale"}} for _ in messages]
+    assert extract_facts(messages, ids, stale) == extract_facts(messages, ids)

@@ -224,3 +224,16 @@ def test_log_filter_is_one_shared_filter_and_keeps_records() -> None:
     record.args = (json.dumps({"password": "hunter2"}),)
     assert RedactingLogFilter(redactor).filter(record) is True
     assert "hunter2" not in record.getMessage() and "[REDACTED:password]" in record.getMessage()
+
+
+def test_an_in_process_summarizer_is_handed_out_as_it_is(tmp_path: Path) -> None:
+    from hermes_core.redaction import RedactingSummarizer
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    settings = settings_from(
+        {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
+    )
+    with Hermes(settings) as hermes:
+        offline = hermes.summarizer("deterministic")
+        assert isinstance(offline, DeterministicSummarizer) and offline.in_process
+        assert isinstance(hermes.summarizer("openai"), RedactingSummarizer)

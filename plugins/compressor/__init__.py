@@ -10,15 +10,26 @@ summarizers can reuse them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from hermes_hookspecs import ContextEngine, hookimpl
+from hermes_hookspecs import ContextEngine, Message, hookimpl
 
 from .engine import ContextCompressor
+from .facts import annotation
 
-__all__ = ["ContextCompressor", "register_context_engines"]
+__all__ = ["ContextCompressor", "annotate_message", "register_context_engines"]
 
 
 @hookimpl
 def register_context_engines(register: Callable[[ContextEngine], None]) -> None:
     """Contribute the ``compressor`` engine."""
     register(ContextCompressor())
+
+
+@hookimpl
+def annotate_message(message: Message, settings: Any) -> dict[str, Any] | None:
+    """The message's handoff facts (:func:`.facts.message_facts`), derived once when it is
+    recorded so a compression only assembles them; only while this engine is selected."""
+    if settings is not None and settings.compression.engine != ContextCompressor.name:
+        return None
+    return annotation(message)

@@ -333,6 +333,7 @@ class _Work:
         self.facts = extract_facts(
             [it.stored.message if it.stored is not None else it.message for it in to_summarize],
             [it.recovery_id for it in to_summarize],
+            [it.stored.annotations if it.stored is not None else None for it in to_summarize],
         )
         kept = (
             request.system_tokens

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from hermes_hookspecs import HandoffFact, Message
 
@@ -239,11 +240,97 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     return " | ".join(parts), errors, boost
 
 
-def extract_facts(messages: Sequence[Message], ids: Sequence[int | None]) -> list[HandoffFact]:
-    """Facts of ``messages`` (oldest first; ``ids`` their recovery ids), oldest first."""
+#: where :func:`message_facts` results are kept with a row (``annotate_message``)
+KEY = "compressor_facts"
+#: bump when :func:`message_facts` changes what it returns
+VERSION = 1
+
+
+def message_facts(message: Message) -> dict[str, Any]:
+    """What one message contributes, on its own, JSON-ready (``{}`` for none).
+
+    The costly part of fact extraction (regular expressions over the text)
+    done once per message: the runtime stores it with the row through the
+    ``annotate_message`` hook, so a compression only assembles it.
+    """
+    if message.kind != "message" or message.harness is not None:
+        return {}
+    if message.role == "user":
+        text = _fold(message.text())
+        if not text:
+            return {}
+        constraints = [
+            _fold(sentence)
+            for sentence in _SENTENCE.findall(message.text())
+            if 12 <= len(_fold(sentence)) <= 300 and _CONSTRAINT.search(sentence)
+        ]
+        return {"request": _cut(text, MAX_REQUEST_CHARS), "constraints": constraints}
+    if message.role == "assistant":
+        out: dict[str, Any] = {}
+        prose = strip_reasoning(message.text())
+        if prose.strip():
+            sentences = [s for s in _SENTENCE.findall(prose) if s.strip()]
+            out["narration"] = all(_NARRATION.match(_fold(s)) for s in sentences)
+            out["decisions"] = [
+                _fold(s) for s in sentences if 20 <= len(_fold(s)) <= 300 and _DECISION.search(s)
+            ][:3]
+            out["pieces"] = _pieces(prose)
+        calls = []
+        for call in message.tool_calls or []:
+            calls.append(
+                {
+                    "id": call.id,
+                    "tool": call.function.name,
+                    "subject": call_subject(call.function.name, call.function.arguments),
+                    "file": edited_file(call.function.name, call.function.arguments),
+                }
+            )
+        if calls:
+            out["calls"] = calls
+        return out
+    if message.role == "tool":
+        outcome, errors, boost = _outcome(message.text())
+        if _ACK.match(outcome):
+            outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
+        return {
+            "call_id": message.tool_call_id,
+            "outcome": outcome,
+            "errors": errors,
+            "boost": boost,
+            "long": len(message.text()) > SHORT_OUTPUT_CHARS,
+        }
+    return {}
+
+
+def annotation(message: Message) -> dict[str, Any] | None:
+    """The ``annotate_message`` result: :func:`message_facts` under :data:`KEY`."""
+    facts = message_facts(message)
+    return {KEY: {"v": VERSION, **facts}} if facts else None
+
+
+def _recorded(annotations: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    entry = (annotations or {}).get(KEY)
+    if isinstance(entry, dict) and entry.get("v") == VERSION:
+        return entry
+    return None
+
+
+def extract_facts(
+    messages: Sequence[Message],
+    ids: Sequence[int | None],
+    annotations: Sequence[Mapping[str, Any] | None] | None = None,
+) -> list[HandoffFact]:
+    """Facts of ``messages`` (oldest first; ``ids`` their recovery ids), oldest first.
+
+    :param annotations: the rows' stored annotations, when the messages come
+        from the store; a row carrying :data:`KEY` of this :data:`VERSION` is
+        not scanned again (rows without it, from importers or older versions,
+        are). The result is the same either way.
+    """
     facts: list[HandoffFact] = []
     calls: dict[str, tuple[int, str, str]] = {}  # call id -> (fact index, subject, tool)
     total = max(1, len(messages))
+    stored = list(annotations) if annotations is not None else [None] * len(messages)
 
     def add(kind: str, text: str, position: int, mid: int | None, boost: float = 0.0) -> int:
         # mild recency: the newest facts of the middle weigh up to one point more
@@ -259,63 +346,42 @@ def extract_facts(messages: Sequence[Message], ids: Sequence[int | None]) -> lis
         )
         return len(facts) - 1
 
-    for position, (message, mid) in enumerate(zip(messages, ids, strict=True)):
+    for position, (message, mid, notes) in enumerate(zip(messages, ids, stored, strict=True)):
         if message.kind != "message" or message.harness is not None:
             continue
+        entry = _recorded(notes)
+        part = entry if entry is not None else message_facts(message)
+        if not part:
+            continue
         if message.role == "user":
-            text = _fold(message.text())
-            if not text:
-                continue
-            add("request", _cut(text, MAX_REQUEST_CHARS), position, mid)
-            for sentence in _SENTENCE.findall(message.text()):
-                sentence = _fold(sentence)
-                if 12 <= len(sentence) <= 300 and _CONSTRAINT.search(sentence):
-                    add("constraint", sentence, position, mid)
+            add("request", part["request"], position, mid)
+            for sentence in part["constraints"]:
+                add("constraint", sentence, position, mid)
         elif message.role == "assistant":
-            prose = strip_reasoning(message.text())
-            if prose.strip():
-                narration = all(
-                    _NARRATION.match(_fold(sentence))
-                    for sentence in _SENTENCE.findall(prose)
-                    if sentence.strip()
-                )
-                decisions = [
-                    _fold(s)
-                    for s in _SENTENCE.findall(prose)
-                    if 20 <= len(_fold(s)) <= 300 and _DECISION.search(s)
-                ]
-                for sentence in decisions[:3]:
-                    add("decision", sentence, position, mid)
-                for order, piece in enumerate(_pieces(prose)):
-                    # later pieces of a long answer weigh a little less than its opening
-                    boost = (-3.0 if narration else 0.0) - min(2.0, 0.5 * order)
-                    add("answer", piece, position, mid, boost=boost)
-            for call in message.tool_calls or []:
-                subject = call_subject(call.function.name, call.function.arguments)
-                index = add("command", subject, position, mid)
-                calls[call.id] = (index, subject, call.function.name)
-                path = edited_file(call.function.name, call.function.arguments)
-                if path:
-                    add("file", path, position, mid)
+            for sentence in part.get("decisions", []):
+                add("decision", sentence, position, mid)
+            for order, piece in enumerate(part.get("pieces", [])):
+                # later pieces of a long answer weigh a little less than its opening
+                boost = (-3.0 if part.get("narration") else 0.0) - min(2.0, 0.5 * order)
+                add("answer", piece, position, mid, boost=boost)
+            for call in part.get("calls", []):
+                index = add("command", call["subject"], position, mid)
+                calls[call["id"]] = (index, call["subject"], call["tool"])
+                if call["file"]:
+                    add("file", call["file"], position, mid)
         elif message.role == "tool":
-            found = calls.get(message.tool_call_id or "")
-            outcome, errors, boost = _outcome(message.text())
-            if (
-                found is not None
-                and _LOOKUP_TOOLS.search(found[2])
-                and len(message.text()) > (SHORT_OUTPUT_CHARS)
-            ):
+            found = calls.get(part["call_id"] or "")
+            errors = part["errors"]
+            if found is not None and _LOOKUP_TOOLS.search(found[2]) and part["long"]:
                 errors = []
-            if _ACK.match(outcome):
-                outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
             if found is not None:
                 index, subject, _tool = found
                 fact = facts[index]
                 facts[index] = fact.model_copy(
                     update={
-                        "text": f"{subject} → {outcome}",
+                        "text": f"{subject} → {part['outcome']}",
                         "message_id": mid or fact.message_id,
-                        "score": round(fact.score + boost, 3),
+                        "score": round(fact.score + part["boost"], 3),
                     }
                 )
             for line in errors:

@@ -127,6 +127,7 @@ class DeterministicSummarizer(Summarizer):
 
     name = "deterministic"
     context_length = None
+    in_process = True  # it calls no model: its input goes nowhere
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         facts = list(request.facts)
