@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -640,8 +640,8 @@ class Turn:
         # a request prepared before and never answered was not a request of the session
         self._drop_unanswered_request()
         compressed = self._maybe_compress(preflight=True)
-        apis, chosen, chain = self._draft_parts()
-        messages = self._select([self.session.system_message(), *apis], chosen)
+        apis, chain = self._draft_parts()
+        messages = self._select([self.session.system_message(), *apis], self._draft_messages)
         s = self.session
         self._ledger_state = (
             s._last_chain,
@@ -706,25 +706,28 @@ class Turn:
             extra_body=extra,
         )
 
-    def _draft_parts(self) -> tuple[list[dict[str, Any]], list[Message], RequestChain]:
-        """The next request's messages after the system prompt, and its ledger chain."""
+    def _draft_parts(self) -> tuple[list[dict[str, Any]], RequestChain]:
+        """The next request's wire messages after the system prompt, and its ledger chain."""
         s = self.session
         upto = self._view_upto if self._view is not None else 0
         if self._view is None:
             apis = [*s._api]
-            messages = [row.message for row in s._rows]
             chain = s._base.copy()
         else:
             apis = [*self._view_api]
-            messages = [row.message for row in self._view]
             chain = s._prefix_chain()
             for api, row in zip(self._view_api, self._view, strict=True):
                 chain.extend(segment_hash(api), row.token_count or 0)
         for api, pending in zip(self._pending_api[upto:], self.pending[upto:], strict=True):
             apis.append(api)
-            messages.append(pending.message)
             chain.extend(segment_hash(api), pending.token_count or 0)
-        return apis, messages, chain
+        return apis, chain
+
+    def _draft_messages(self) -> list[Message]:
+        """The messages behind :meth:`_draft_parts`' wire dicts (built only when asked: O(n))."""
+        upto = self._view_upto if self._view is not None else 0
+        rows = self.session._rows if self._view is None else self._view
+        return [row.message for row in rows] + [p.message for p in self.pending[upto:]]
 
     def _inject(self, message: Message) -> Any:
         """Per-turn context for the user message's API content only (None: none)."""
@@ -748,7 +751,7 @@ class Turn:
         return f"{message.content or ''}\n\n{extra}"
 
     def _select(
-        self, messages: list[dict[str, Any]], chosen_from: list[Message]
+        self, messages: list[dict[str, Any]], draft: Callable[[], list[Message]]
     ) -> list[dict[str, Any]]:
         """Run ``select_context`` only when something besides the default would answer."""
         from hermes_hookspecs import ContextEngine, SelectRequest
@@ -762,7 +765,7 @@ class Turn:
             return messages
         # the messages are validated already (stored rows and this turn's): no re-validation
         system = Message(role="system", content=self.session.prompt.text)
-        rows = [system, *chosen_from]
+        rows = [system, *draft()]
         request = SelectRequest.model_construct(
             session_id=self.session.id,
             messages=rows,
@@ -991,7 +994,7 @@ class Turn:
         if self._view is None:
             total = s.measured_tokens + self._pending_tokens()
         else:
-            total = max(0, self._draft_parts()[2].total_tokens() + s._usage_offset)
+            total = max(0, self._draft_parts()[1].total_tokens() + s._usage_offset)
         threshold = self._threshold()
         due = s._compression_due or total >= threshold
         # in the middle of a turn (the model answered already) the draft is part of what
