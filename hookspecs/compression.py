@@ -253,8 +253,9 @@ class SummaryRequest(BaseModel):
     #: tool schemas sent with ``prefix_messages`` (part of the cached prefix)
     prefix_tools: list[dict[str, Any]] | None = None
     recovery_ids: list[int | None] = Field(default_factory=list)
-    #: facts of the middle, extracted from its original messages (keep them verbatim)
-    facts: list[HandoffFact] = Field(default_factory=list)
+    #: facts of these messages, extracted by the engine from their original rows (keep them
+    #: verbatim); None when the caller extracted none (a summarizer may derive its own)
+    facts: list[HandoffFact] | None = None
 
 
 class SummaryResult(BaseModel):

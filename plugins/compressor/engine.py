@@ -511,6 +511,7 @@ class _Work:
         entries: Sequence[tuple[Message, int | None, int]],
         previous: HandoffSummary | None,
         max_output: int,
+        facts: list[HandoffFact] | None = None,
     ) -> SummaryRequest:
         request = self.request
         return SummaryRequest(
@@ -522,7 +523,7 @@ class _Work:
             focus=request.focus,
             model=request.model,
             max_output_tokens=max_output,
-            facts=self.facts,
+            facts=self.facts if facts is None else facts,
         )
 
     def _run_summarizer(
@@ -550,8 +551,17 @@ class _Work:
             return result
         running = previous
         last: SummaryResult | None = None
-        for chunk in bounded.chunks or [[]]:
-            last = summarizer.summarize(self._summary_request(chunk, running, max_output))
+        chunks = bounded.chunks or [[]]
+        for number, chunk in enumerate(chunks):
+            # each fact goes with the chunk holding its message (the last chunk takes the
+            # facts of messages the input bound left out), so each is handed over once
+            if number == len(chunks) - 1:
+                shown = {rid for c in chunks[:-1] for _m, rid, _t in c}
+                facts = [f for f in self.facts if f.message_id not in shown]
+            else:
+                ids = {rid for _m, rid, _t in chunk}
+                facts = [f for f in self.facts if f.message_id in ids]
+            last = summarizer.summarize(self._summary_request(chunk, running, max_output, facts))
             self._add_usage(last.usage)
             running = last.summary
         if len(bounded.chunks) > 1:

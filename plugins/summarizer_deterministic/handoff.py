@@ -130,8 +130,8 @@ class DeterministicSummarizer(Summarizer):
     in_process = True  # it calls no model: its input goes nowhere
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
-        facts = list(request.facts)
-        if not facts:
+        facts = list(request.facts or [])
+        if request.facts is None:  # called without the engine's facts: derive them here
             ids: list[int | None] = list(request.recovery_ids)
             ids += [None] * (len(request.messages) - len(ids))
             facts = extract_facts(request.messages, ids)

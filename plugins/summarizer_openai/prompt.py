@@ -57,7 +57,7 @@ FACT_LABELS = {
 
 def render_facts(request: SummaryRequest) -> str:
     """The engine's facts as a list the model must keep verbatim (best first, within a cap)."""
-    best = sorted(request.facts, key=lambda f: -f.score)[:MAX_FACTS]
+    best = sorted(request.facts or [], key=lambda f: -f.score)[:MAX_FACTS]
     best.sort(key=lambda f: f.position)
     lines = []
     for fact in best:
