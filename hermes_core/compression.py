@@ -1,27 +1,40 @@
-"""The compression coordinator: one compression per session, under the turn lease.
+"""The compression coordinator: plans one compression from values, writes nothing itself.
 
-Order of work (each step's failure leaves the session exactly as it was):
+:func:`plan_compression` takes the session's facts as values (its record,
+model, frozen prompt and :class:`~hermes_core.view.ActiveView`) and the
+host's :class:`~hermes_core.services.RuntimeServices`, and returns a
+:class:`CompressionPlan`: what to archive and insert, the child session of a
+rotation, the event to record, or the outcome when there is nothing to write.
+The turn (:meth:`hermes_core.turn.Turn.compress`) carries it out, under its
+lease. Order of work (each step's failure leaves the session exactly as it was):
 
 1. ``on_pre_compress`` hooks and the memory manager return insights;
 2. a provider-side compaction backend runs when one is configured and the
    session is eligible; if it fails, the local engine takes over;
 3. otherwise the ``compress`` hook answers (the selected engine, last);
-   ``aborted``/``skipped`` results change nothing;
-4. the prompt is invalidated and rebuilt for the session that continues (its
-   blobs stored); when its bytes are unchanged the old hash (and the
-   provider's cache) is kept;
-5. ``archive_and_compact`` commits the new active view in ONE transaction
-   (rotation into a child session when ``compression.in_place`` is false),
-   together with the continuing session's prompt hashes and new routing
+   ``aborted``/``skipped`` results change nothing (the plan carries only its
+   outcome);
+4. the turn builds the prompt for the session that continues
+   (:attr:`CompressionPlan.continuing`) and stores its blobs; when its bytes
+   are unchanged the old hash (and the provider's cache) is kept;
+5. :meth:`CompressionPlan.commit` has ``archive_and_compact`` write the new
+   active view in ONE transaction (rotation into a child session when
+   ``compression.in_place`` is false), together with the continuing
+   session's prompt hashes and new routing
    (:class:`~hermes_hookspecs.ContinuationUpdate`): a crash leaves either the
    old view with the old prompt or the new view with the new one;
 6. ``on_session_switch(reason="compression")`` and ``on_compressed`` fire.
+
+:func:`plan_draft_view` is the mid-turn variant: the engine's view of the
+history plus a turn's unstored draft, sent for the rest of the turn and
+never written.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,14 +47,20 @@ from hermes_hookspecs import (
     CompressionResult,
     ContinuationUpdate,
     HandoffSummary,
+    LeaseGrant,
     NewMessage,
     NewSession,
     ProviderCompactionRequest,
+    SessionRecord,
+    SessionStore,
     StoredMessage,
 )
 
+from .prompt import FrozenPrompt
+from .view import ActiveView
+
 if TYPE_CHECKING:
-    from .runtime import Turn
+    from .services import RuntimeServices
 
 log = logging.getLogger("hermes_core.compression")
 
@@ -67,19 +86,100 @@ class CompressionOutcome(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def _insights(turn: Turn) -> list[str]:
-    s = turn.session
-    messages = [row.message for row in s._rows]
-    out: list[str] = []
-    for result in turn.hermes.pm.hook.on_pre_compress(session_id=s.id, messages=messages):
-        if isinstance(result, str):
-            out.append(result)
-        elif result:
-            out.extend(str(item) for item in result)
-    memory = turn.hermes.memory()
-    if memory is not None:
-        out.extend(memory.on_pre_compress(s.id, messages))
-    return out
+@dataclass(frozen=True)
+class CompressionInputs:
+    """The session's facts a compression is planned from (values, not the session)."""
+
+    record: SessionRecord
+    model: str
+    prompt: FrozenPrompt
+    view: ActiveView
+    focus: str | None = None
+    manual: bool = False
+    reason: str = "manual"
+
+
+@dataclass
+class CompressionPlan:
+    """What one compression writes, or (``done``) why it writes nothing."""
+
+    session_id: str
+    trigger: str
+    tokens_before: int
+    #: set when there is nothing to write: the compression's whole outcome
+    done: CompressionOutcome | None = None
+    backend: str = "local"
+    engine: str = ""
+    new_messages: list[NewMessage] = field(default_factory=list)
+    #: the id of the last active row the plan replaces
+    watermark: int = 0
+    in_place: bool = True
+    #: the child session of a rotation (``in_place`` false)
+    child: NewSession | None = None
+    #: the record of the session that continues, as its prompt is built for
+    continuing: SessionRecord | None = None
+    #: routing the compaction backend set (written only for in-place compaction)
+    routing: dict[str, Any] = field(default_factory=dict)
+    event: CompactionEvent | None = None
+    result: CompressionResult | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def commit(
+        self, store: SessionStore, lease: LeaseGrant, prompt: FrozenPrompt
+    ) -> CompactionCommit:
+        """Write the plan in ONE transaction under ``lease``, with ``prompt``'s hashes."""
+        assert self.done is None and self.event is not None
+        return store.archive_and_compact(
+            self.session_id,
+            self.new_messages,
+            watermark=self.watermark,
+            lease=lease,
+            in_place=self.in_place,
+            child=self.child,
+            event=self.event,
+            update=ContinuationUpdate(
+                system_prompt_hash=prompt.prompt_hash,
+                tools_hash=prompt.tools_hash,
+                routing=(
+                    self.continuing.routing
+                    if self.routing and self.in_place and self.continuing is not None
+                    else None
+                ),
+            ),
+        )
+
+    def finish(
+        self,
+        commit: CompactionCommit,
+        *,
+        tokens_after: int,
+        prompt_changed: bool,
+    ) -> tuple[CompressionResult, CompressionOutcome]:
+        """The result ``on_compressed`` receives and the outcome, once committed."""
+        final = self.result or CompressionResult(
+            status="compressed",
+            engine=self.engine,
+            tokens_before=self.tokens_before,
+            tokens_after=tokens_after,
+        )
+        final.tokens_before = self.tokens_before
+        final.tokens_after = tokens_after
+        outcome = CompressionOutcome(
+            status="compressed",
+            trigger=self.trigger,
+            backend=self.backend,
+            engine=self.engine,
+            summarizer=final.summarizer,
+            fallback_used=final.fallback_used,
+            tokens_before=self.tokens_before,
+            tokens_after=tokens_after,
+            prompt_changed=prompt_changed,
+            session_id=self.session_id,
+            new_session_id=commit.child_session_id,
+            commit=commit,
+            notes=self.notes + final.notes,
+        )
+        return final, outcome
 
 
 def _previous_summary(rows: list[StoredMessage]) -> HandoffSummary | None:
@@ -90,105 +190,120 @@ def _previous_summary(rows: list[StoredMessage]) -> HandoffSummary | None:
 
 
 def _provider_compaction(
-    turn: Turn, notes: list[str]
+    inputs: CompressionInputs, services: RuntimeServices, notes: list[str]
 ) -> tuple[list[NewMessage], dict[str, Any], str] | None:
-    hermes = turn.hermes
-    backend = hermes.compaction_backend()
+    backend = services.compaction_backend()
     if backend is None:
         return None
-    s = turn.session
-    settings = hermes.settings.compaction.model_dump().get(backend.name, {})
-    if not backend.eligible(s.record, s.model, settings):
+    record = inputs.record
+    settings = services.settings.compaction.model_dump().get(backend.name, {})
+    if not backend.eligible(record, inputs.model, settings):
         notes.append(f"compaction backend {backend.name!r} not eligible; local engine used")
         return None
     try:
         result = backend.compact(
             ProviderCompactionRequest(
-                session=s.record, messages=list(s._rows), model=s.model, settings=settings
+                session=record,
+                messages=list(inputs.view.rows),
+                model=inputs.model,
+                settings=settings,
             )
         )
     except CompactionBackendError as exc:
         notes.append(f"compaction backend {backend.name!r} failed, local engine used: {exc}")
-        log.warning("provider compaction failed for %s: %s", s.id, exc)
+        log.warning("provider compaction failed for %s: %s", record.id, exc)
         return None
     return result.messages, result.routing, backend.name
 
 
-def run_compression(
-    turn: Turn, *, focus: str | None = None, manual: bool = False, reason: str = "manual"
-) -> CompressionOutcome:
-    """Compress the turn's session now (the caller holds the lease through ``turn``)."""
-    hermes = turn.hermes
-    s = turn.session
-    s.reload()
-    rows = list(s._rows)
-    before = s.active_tokens
+def _request(
+    inputs: CompressionInputs,
+    services: RuntimeServices,
+    rows: list[StoredMessage],
+    **extra: Any,
+) -> CompressionRequest:
+    threshold = services.threshold(inputs.model).threshold_tokens
+    return CompressionRequest(
+        session_id=inputs.record.id,
+        messages=rows,
+        model=inputs.model,
+        settings=services.settings.compression_settings(threshold),
+        previous_summary=_previous_summary(rows),
+        compression_index=inputs.record.compression_count + 1,
+        system_tokens=inputs.view.prefix_tokens,
+        # the request's own prefix, so a summarizer reusing it hits the provider's cache
+        system_prompt=inputs.prompt.text,
+        tools=inputs.prompt.tools,
+        **extra,
+    )
+
+
+def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> CompressionPlan:
+    """Plan the compression of ``inputs.view`` (the caller holds the session's lease)."""
+    record = inputs.record
+    rows = list(inputs.view.rows)
+    before = inputs.view.total_tokens
+    plan = CompressionPlan(session_id=record.id, trigger=inputs.reason, tokens_before=before)
     if not rows:
-        return CompressionOutcome(status="skipped", reason="no active messages", trigger=reason)
-    notes: list[str] = []
-    insights = _insights(turn)
-    provider = _provider_compaction(turn, notes)
-    routing: dict[str, Any] = {}
-    result: CompressionResult | None = None
-    if provider is not None:
-        new_messages, routing, backend_name = provider
-        engine_name = backend_name
-    else:
-        backend_name = "local"
-        threshold = hermes.threshold(s.model).threshold_tokens
-        request = CompressionRequest(
-            session_id=s.id,
-            messages=rows,
-            model=s.model,
-            settings=hermes.settings.compression_settings(threshold),
-            insights=insights,
-            focus=focus,
-            manual=manual,
-            previous_summary=_previous_summary(rows),
-            compression_index=s.record.compression_count + 1,
-            system_tokens=s._base.cum[2] if len(s._base.cum) > 2 else 0,
-            # the request's own prefix, so a summarizer reusing it hits the provider's cache
-            system_prompt=s.prompt.text,
-            tools=s.prompt.tools,
+        plan.done = CompressionOutcome(
+            status="skipped", reason="no active messages", trigger=inputs.reason
         )
-        result = hermes.pm.hook.compress(request=request)
+        return plan
+    notes = plan.notes
+    insights = services.events.pre_compress(record.id, [row.message for row in rows])
+    provider = _provider_compaction(inputs, services, notes)
+    if provider is not None:
+        new_messages, plan.routing, plan.backend = provider
+        plan.engine = plan.backend
+    else:
+        request = _request(
+            inputs,
+            services,
+            rows,
+            insights=insights,
+            focus=inputs.focus,
+            manual=inputs.manual,
+        )
+        result = services.pm.hook.compress(request=request)
         if result is None:
-            return CompressionOutcome(status="skipped", reason="no engine answered", trigger=reason)
+            plan.done = CompressionOutcome(
+                status="skipped", reason="no engine answered", trigger=inputs.reason
+            )
+            return plan
         if result.status != "compressed":
-            return CompressionOutcome(
+            plan.done = CompressionOutcome(
                 status=result.status,
                 reason=result.reason,
-                trigger=reason,
+                trigger=inputs.reason,
                 engine=result.engine,
                 summarizer=result.summarizer,
                 tokens_before=before,
                 notes=notes + result.notes,
             )
+            return plan
         new_messages = [m for m in result.messages if m.message.role != "system"]
-        engine_name = result.engine
-    tokens = hermes.tokens(s.model)
+        plan.engine = result.engine
+        plan.result = result
+    tokens = services.tokens(inputs.model)
     for item in new_messages:
         if item.token_count is None:
             item.token_count = tokens.count_message(item.message, item.api_content)
-    after_messages = sum(m.token_count or 0 for m in new_messages)
-    system_cost = s._base.cum[2] if len(s._base.cum) > 2 else 0
-    event = CompactionEvent(
-        session_id=s.id,
-        engine=engine_name,
-        backend=backend_name,
+    plan.new_messages = new_messages
+    plan.watermark = max(row.id for row in rows)
+    plan.event = CompactionEvent(
+        session_id=record.id,
+        engine=plan.engine,
+        backend=plan.backend,
         tokens_before=before,
-        tokens_after=system_cost + after_messages,
-        summarizer=result.summarizer if result else "",
-        fallback=result.fallback_used if result else False,
-        detail={"trigger": reason, "focus": focus, "notes": notes},
+        tokens_after=inputs.view.prefix_tokens + sum(m.token_count or 0 for m in new_messages),
+        summarizer=plan.result.summarizer if plan.result else "",
+        fallback=plan.result.fallback_used if plan.result else False,
+        detail={"trigger": inputs.reason, "focus": inputs.focus, "notes": notes},
     )
-    store = hermes.store()
-    in_place = hermes.settings.compression.in_place
-    record = s.record
-    child = None
-    continuing = record.model_copy(update={"routing": {**record.routing, **routing}})
-    if not in_place:
-        child = NewSession(
+    plan.in_place = services.settings.compression.in_place
+    continuing = record.model_copy(update={"routing": {**record.routing, **plan.routing}})
+    if not plan.in_place:
+        plan.child = NewSession(
             id=uuid.uuid4().hex,
             title=record.title,
             cwd=record.cwd,
@@ -198,106 +313,32 @@ def run_compression(
             provider=record.provider,
             parent_id=record.id,
         )
-        continuing = continuing.model_copy(update={"id": child.id, "parent_id": record.id})
-    # the prompt is rebuilt for the session that continues before the commit, and its
-    # hashes (and new routing) are written in the commit's transaction
-    # (building it initialises the memory providers for that session)
-    prompt = s.stage_prompt(continuing)
-    try:
-        commit = store.archive_and_compact(
-            s.id,
-            new_messages,
-            watermark=max(row.id for row in rows),
-            lease=turn.lease,
-            in_place=in_place,
-            child=child,
-            event=event,
-            update=ContinuationUpdate(
-                system_prompt_hash=prompt.prompt_hash,
-                tools_hash=prompt.tools_hash,
-                routing=continuing.routing if routing and in_place else None,
-            ),
-        )
-    except BaseException:
-        if child is not None:  # the child was never created: memory serves the parent again
-            s._init_memory(hermes, record)
-        raise
-    old_id = s.id
-    if commit.child_session_id:
-        # take the child's lease before handing the parent's back: no moment without one
-        child_lease = store.acquire_lease(
-            commit.child_session_id,
-            turn.lease.holder,
-            hermes.settings.session.lease_ttl,
-            timeout=None,
-        )
-        store.release_lease(turn.lease)
-        turn.lease = child_lease
-        s._switch_to(store.get_session(commit.child_session_id))
-    s._compaction_since = True
-    s._usage_offset = 0  # the last reported usage measured the old view
-    changed = s.adopt_prompt(prompt)
-    new_id = s.id
-    hermes.pm.hook.on_session_switch(
-        old_session_id=old_id, new_session_id=new_id, reason="compression"
-    )
-    memory = hermes.memory()
-    if memory is not None:
-        memory.on_session_switch(old_id, new_id, "compression")
-    final = result or CompressionResult(
-        status="compressed", engine=engine_name, tokens_before=before, tokens_after=s.active_tokens
-    )
-    final.tokens_before = before
-    final.tokens_after = s.active_tokens
-    hermes.pm.hook.on_compressed(session_id=new_id, result=final)
-    return CompressionOutcome(
-        status="compressed",
-        trigger=reason,
-        backend=backend_name,
-        engine=engine_name,
-        summarizer=final.summarizer,
-        fallback_used=final.fallback_used,
-        tokens_before=before,
-        tokens_after=s.active_tokens,
-        prompt_changed=changed,
-        session_id=old_id,
-        new_session_id=commit.child_session_id,
-        commit=commit,
-        notes=notes + final.notes,
-    )
+        continuing = continuing.model_copy(update={"id": plan.child.id, "parent_id": record.id})
+    plan.continuing = continuing
+    return plan
 
 
-def plan_draft_view(turn: Turn, rows: list[StoredMessage]) -> CompressionResult | None:
-    """The engine's compressed view of ``rows`` (history plus the turn's draft), NOT written.
+def plan_draft_view(
+    inputs: CompressionInputs, services: RuntimeServices, rows: list[StoredMessage]
+) -> CompressionResult | None:
+    """The engine's compressed view of ``rows`` (history plus a turn's draft), NOT written.
 
     In the middle of a turn the draft is not stored yet (nothing is before
     ``commit()``), so the runtime sends this view for the rest of the turn and
     the real compression runs once the turn is committed. ``rows`` that are not
     stored carry negative ids. None when the engine did not compress.
     """
-    hermes = turn.hermes
-    s = turn.session
-    threshold = hermes.threshold(s.model).threshold_tokens
-    request = CompressionRequest(
-        session_id=s.id,
-        messages=rows,
-        model=s.model,
-        settings=hermes.settings.compression_settings(threshold),
-        previous_summary=_previous_summary(rows),
-        compression_index=s.record.compression_count + 1,
-        system_tokens=s._base.cum[2] if len(s._base.cum) > 2 else 0,
-        system_prompt=s.prompt.text,
-        tools=s.prompt.tools,
+    result: CompressionResult | None = services.pm.hook.compress(
+        request=_request(inputs, services, rows)
     )
-    result: CompressionResult | None = hermes.pm.hook.compress(request=request)
     if result is None or result.status != "compressed":
         log.info(
             "session %s: mid-turn view not compressed (%s)",
-            s.id,
+            inputs.record.id,
             "no engine answered" if result is None else f"{result.status}: {result.reason}",
         )
         return None
-    tokens = hermes.tokens(s.model)
+    tokens = services.tokens(inputs.model)
     for item in result.messages:
         if item.token_count is None:
             item.token_count = tokens.count_message(item.message, item.api_content)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 
@@ -30,6 +30,7 @@ from hermes_hookspecs import (
     CompressionResult,
     ContextEngine,
     Importer,
+    MemoryProvider,
     Message,
     PluginError,
     SelectRequest,
@@ -41,16 +42,15 @@ from hermes_hookspecs import (
 )
 
 from .config import Settings, load_settings
+from .events import RuntimeEvents
+from .memory import MemoryManager
 from .plugins import call_each, get_plugin_manager
 from .redaction import RedactingSummarizer, Redactor, install_log_redaction
 from .registry import Registry
+from .session import Session
 from .thresholds import ThresholdReport, effective_threshold
 from .tokens import Tokens
 from .tools import Toolbox
-
-if TYPE_CHECKING:
-    from .memory import MemoryManager
-    from .runtime import Session
 
 CORE_PLUGIN_NAME = "hermes_core.core"
 
@@ -117,6 +117,10 @@ class Hermes:
         self._tokens: dict[str, Tokens] = {}
         self._memory: MemoryManager | None = None
         self._redactor: Redactor | None = None
+        #: the runtime's lifecycle events, to the hooks and the memory manager in one call
+        self.events = RuntimeEvents(
+            self.pm.hook, self.memory, lambda: str(self.settings.memory.home_path())
+        )
         install_log_redaction(self.redactor())
 
     @classmethod
@@ -151,6 +155,10 @@ class Hermes:
                     )
                 self._store = store
             return self._store
+
+    def has_engine(self) -> bool:
+        """Whether any context engine is registered (``register_context_engines``)."""
+        return bool(self.registry.names("engines"))
 
     def engine(self) -> ContextEngine:
         """The context engine chosen by ``compression.engine``, bound to the core's services."""
@@ -275,10 +283,6 @@ class Hermes:
         """The memory manager (builtin provider plus the selected external one)."""
         with self._lock:
             if self._memory is None:
-                from hermes_hookspecs import MemoryProvider
-
-                from .memory import MemoryManager
-
                 names = self.registry.names("memory")
                 builtin = (
                     self.registry.get("memory", "builtin")
@@ -313,14 +317,10 @@ class Hermes:
     # -- sessions -----------------------------------------------------------
     def new_session(self, **kwargs: Any) -> Session:
         """Create a session and freeze its prompt (see :meth:`Session.create`)."""
-        from .runtime import Session
-
         return Session.create(self, **kwargs)
 
     def open_session(self, session_id: str, **kwargs: Any) -> Session:
         """Resume a stored session with its frozen prompt, byte for byte."""
-        from .runtime import Session
-
         return Session.resume(self, session_id, **kwargs)
 
     def close(self) -> None:

@@ -10,12 +10,13 @@ ledger's cost per request does not grow with the session.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hermes_hookspecs import PrefixEntry
+from hermes_hookspecs import PrefixEntry, SessionStore
 
 
 def segment_hash(payload: Any) -> bytes:
@@ -119,3 +120,97 @@ def ledger_entry(
         previous_tokens=previous_tokens,
         break_reason=reason,
     )
+
+
+@dataclass(frozen=True)
+class LedgerPosition:
+    """Where a session's ledger stands: the last request sent and what came since."""
+
+    chain: RequestChain | None = None
+    digest: str | None = None
+    tokens: int = 0
+    request_index: int = 0
+    compaction_since: bool = False
+
+
+@dataclass
+class PendingRequest:
+    """A prepared request waiting for its response: its entry and the position before it."""
+
+    entry: PrefixEntry
+    before: LedgerPosition
+
+
+class PrefixLedger:
+    """A session's prefix ledger: compares each request with the previous one.
+
+    It owns its position (:class:`LedgerPosition`, replaced on every change);
+    the turn asks it for the entry of each prepared request
+    (:meth:`prepare`), records the entry once the model answered
+    (:meth:`record`), or forgets a request that got no answer
+    (:meth:`forget`); the compression path marks a compaction
+    (:meth:`mark_compaction`) so the next break is named for it.
+    """
+
+    def __init__(self) -> None:
+        self.position = LedgerPosition()
+
+    @property
+    def request_index(self) -> int:
+        return self.position.request_index
+
+    @property
+    def compaction_since(self) -> bool:
+        return self.position.compaction_since
+
+    def mark_compaction(self) -> None:
+        """The active view was rewritten: the next request's break is a compaction."""
+        self.position = replace(self.position, compaction_since=True)
+
+    def prepare(self, session_id: str, chain: RequestChain, store: SessionStore) -> PendingRequest:
+        """The entry of the request ``chain`` describes; the ledger moves past it.
+
+        After a process restart (nothing sent yet in this process) the
+        previous request is read back from ``store``'s stored entries.
+        """
+        before = self.position
+        entry = ledger_entry(
+            session_id,
+            before.request_index,
+            before.chain,
+            before.digest,
+            before.tokens,
+            chain,
+            compaction_since=before.compaction_since,
+        )
+        index = before.request_index
+        if before.chain is None and before.digest is None and index == 0:
+            previous = store.prefix_entries(session_id)
+            if previous:
+                index = previous[-1].request_index + 1
+                entry = ledger_entry(
+                    session_id,
+                    index,
+                    None,
+                    previous[-1].request_hash,
+                    previous[-1].request_tokens,
+                    chain,
+                    compaction_since=False,
+                )
+        self.position = LedgerPosition(
+            chain=chain,
+            digest=chain.digest,
+            tokens=chain.total_tokens(),
+            request_index=index + 1,
+            compaction_since=False,
+        )
+        return PendingRequest(entry, before)
+
+    def forget(self, pending: PendingRequest) -> None:
+        """A prepared request got no response: it was never a request of the session."""
+        self.position = pending.before
+
+    def record(self, pending: PendingRequest, store: SessionStore) -> None:
+        """Store the entry of an answered request (a store fault never stops the turn)."""
+        with contextlib.suppress(Exception):
+            store.record_prefix(pending.entry)

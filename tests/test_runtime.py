@@ -631,8 +631,6 @@ def test_a_prompt_that_crowds_the_threshold_is_reported_once(
 def test_a_failed_rotation_leaves_memory_on_the_parent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hermes_core.runtime import Session
-
     host = make_host(tmp_path, Recorder(), compression={"engine": "keep-last", "in_place": False})
     try:
         session = host.new_session(cwd=str(tmp_path))
@@ -642,16 +640,18 @@ def test_a_failed_rotation_leaves_memory_on_the_parent(
                 turn.record_response({"role": "assistant", "content": f"answer {i}"})
                 turn.commit()
         initialised: list[str] = []
-        real_init = Session._init_memory
+        memory = host.memory()
+        assert memory is not None
+        real_init = memory.initialize
 
-        def spy(hermes: Any, record: Any) -> None:
-            initialised.append(record.id)
-            real_init(hermes, record)
+        def spy(memory_session: Any) -> None:
+            initialised.append(memory_session.session_id)
+            real_init(memory_session)
 
         def refuse(*args: Any, **kwargs: Any) -> Any:
             raise LeaseLost("simulated: the lease moved on during the commit")
 
-        monkeypatch.setattr(Session, "_init_memory", staticmethod(spy))
+        monkeypatch.setattr(memory, "initialize", spy)
         monkeypatch.setattr(host.store(), "archive_and_compact", refuse)
         with pytest.raises(LeaseLost):
             session.compress()

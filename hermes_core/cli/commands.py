@@ -13,7 +13,7 @@ from hermes_hookspecs import SessionStore
 
 from ..plugins import implemented_hooks, origins
 from ..search import search_with_context
-from . import State, cli, db_option, pass_state
+from .group import State, cli, db_option, pass_state
 from .output import emit_json, one_line, print_table, say_empty, visible, when
 from .render import chart_file, print_replay_report, replay_warnings
 from .sessions import describe_store, missing_database, require_database, resolve_session_id

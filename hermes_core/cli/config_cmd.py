@@ -8,7 +8,7 @@ import os
 import click
 
 from ..config import config_path
-from . import State, cli, pass_state
+from .group import State, cli, pass_state
 from .output import emit_json, visible
 from .sessions import describe_store
 

@@ -13,7 +13,7 @@ import click
 
 from hermes_hookspecs import DISTRIBUTION, ConfigError
 
-from . import State, cli
+from .group import State, cli
 
 
 @cli.command("mcp")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..scaffold import KINDS, render_project
-from . import cli
+from .group import cli
 from .output import emit_json
 
 # ---------------------------------------------------------------------------
