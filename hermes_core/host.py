@@ -30,7 +30,6 @@ from hermes_hookspecs import (
     CompressionResult,
     ContextEngine,
     Importer,
-    MemoryProvider,
     Message,
     PluginError,
     SelectRequest,
@@ -43,7 +42,7 @@ from hermes_hookspecs import (
 
 from .config import Settings, load_settings
 from .events import RuntimeEvents
-from .memory import MemoryManager
+from .memory import MemoryManager, manager_from_registry
 from .plugins import call_each, get_plugin_manager
 from .redaction import RedactingSummarizer, Redactor, install_log_redaction
 from .registry import Registry
@@ -283,17 +282,7 @@ class Hermes:
         """The memory manager (builtin provider plus the selected external one)."""
         with self._lock:
             if self._memory is None:
-                names = self.registry.names("memory")
-                builtin = (
-                    self.registry.get("memory", "builtin")
-                    if "builtin" in names
-                    else MemoryProvider()
-                )
-                wanted = self.settings.memory.provider
-                external = self.registry.get("memory", wanted) if wanted else None
-                self._memory = MemoryManager(
-                    builtin, external, self.settings.memory, self.redactor()
-                )
+                self._memory = manager_from_registry(self.registry, self.settings, self.redactor())
             return self._memory
 
     def threshold(

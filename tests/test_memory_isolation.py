@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import hermes_core.memory as memory_module
+import hermes_core.memory.isolation as memory_module
 from hermes_core.config import MemorySettings, settings_from
 from hermes_core.host import Hermes
 from hermes_core.memory import MemoryManager, clean_text

@@ -18,6 +18,7 @@ import pytest
 
 import hermes_plugin_memory_builtin
 import hermes_plugin_redaction
+from hermes_core import Hermes
 from hermes_core.config import MemorySettings, settings_from
 from hermes_core.memory import MemoryManager, tool_schema_problem, turn_record_from_messages
 from hermes_core.memory_workers import DaemonPool, PoolClosed, SessionQueues
@@ -637,16 +638,27 @@ def plugin_manager(*plugins: object) -> pluggy.PluginManager:
     return pm
 
 
-def test_from_plugins_selects_builtin_and_the_configured_provider(tmp_path: Path) -> None:
+def memory_of(pm: pluggy.PluginManager, settings: Any) -> tuple[Hermes, MemoryManager]:
+    """The host's memory manager: providers from its registry (the one registration path)."""
+    host = Hermes(settings, pm=pm)
+    manager = host.memory()
+    assert manager is not None
+    return host, manager
+
+
+def test_the_registry_selects_builtin_and_the_configured_provider(tmp_path: Path) -> None:
     acme = EchoProvider("acme")
     pm = plugin_manager(hermes_plugin_memory_builtin, hermes_plugin_redaction, AcmePlugin(acme))
     settings = settings_from({"memory": {"home": str(tmp_path / "m"), "provider": "acme"}})
-    with MemoryManager.from_plugins(pm, settings) as manager:
+    host, manager = memory_of(pm, settings)
+    with host:
         assert isinstance(manager.providers[0], BuiltinMemoryProvider)
         assert manager.external is acme
         assert "openai_api_key" in [r.name for r in manager.redactor.rules]
     none = settings_from({"memory": {"home": str(tmp_path / "m")}})
-    with MemoryManager.from_plugins(pm.hook, none) as manager:
+    pm = plugin_manager(hermes_plugin_memory_builtin, hermes_plugin_redaction, AcmePlugin(acme))
+    host, manager = memory_of(pm, none)
+    with host:
         assert manager.external is None
 
 
@@ -654,18 +666,20 @@ def test_unknown_or_duplicate_provider_names_are_errors(tmp_path: Path) -> None:
     pm = plugin_manager(hermes_plugin_memory_builtin, AcmePlugin(EchoProvider("acme")))
     wrong = settings_from({"memory": {"home": str(tmp_path), "provider": "acme-typo"}})
     with pytest.raises(UnknownNameError, match=r"'acme-typo'.*acme, builtin"):
-        MemoryManager.from_plugins(pm, wrong)
+        memory_of(pm, wrong)
     dup = plugin_manager(AcmePlugin(EchoProvider("acme")), AcmePlugin(EchoProvider("acme")))
-    with pytest.raises(RegistrationError, match="'acme' is registered twice"):
-        MemoryManager.from_plugins(dup, wrong)
+    with pytest.raises(RegistrationError, match="'acme' is registered by both plugin"):
+        memory_of(dup, wrong)
 
 
 def test_blocked_builtin_is_replaced_by_a_no_op(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="hermes_core.memory")
     pm = plugin_manager(hermes_plugin_redaction)
     settings = settings_from({"memory": {"home": str(tmp_path)}})
-    with MemoryManager.from_plugins(pm, settings) as manager:
+    host, manager = memory_of(pm, settings)
+    with host:
         assert manager.prompt_blocks("s") == []
         assert manager.prefetch("q", "s") is None
     assert "no 'builtin' memory provider is registered" in caplog.text

@@ -59,7 +59,6 @@ from hermes_hookspecs import (
     SearchHit,
     ToolCall,
     ToolFunction,
-    TurnRecord,
 )
 
 from ..tools import session_lineage
@@ -305,22 +304,9 @@ class HermesSession:
             turn.compress(reason="post-response")
 
     def _committed(self, turn: Turn, messages: list[Message]) -> None:
-        """The runtime's after-commit notifications: ``on_turn_committed`` and memory sync."""
-        record = self._session.record
-        self.hermes.pm.hook.on_turn_committed(session=record, turn_id=turn.id, messages=messages)
-        memory = self.hermes.memory()
-        if memory is not None:
-            user = next((m.text() for m in messages if m.role == "user"), "")
-            assistant = next((m.text() for m in reversed(messages) if m.role == "assistant"), "")
-            memory.sync_turn(
-                TurnRecord(
-                    session_id=record.id,
-                    turn_id=turn.id,
-                    user_text=user,
-                    assistant_text=assistant,
-                    messages=messages,
-                )
-            )
+        """The runtime's after-commit event: ``on_turn_committed`` and the memory sync."""
+        user = next((m.text() for m in messages if m.role == "user"), "")
+        self.hermes.events.turn_committed(self._session.record, turn.id, messages, user)
 
     def _rewrite(self, turn: Turn, keep: list[NewMessage], what: str, before: int) -> None:
         """Replace the active view with ``keep`` (one transaction, fenced by the lease)."""
