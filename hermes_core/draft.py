@@ -80,8 +80,8 @@ class TurnDraft:
         """The next request's wire messages after the system prompt, and its ledger chain."""
         if self.view is None:
             upto = 0
-            apis = [*view.apis]
-            chain = view.chain.copy()
+            apis = view.apis.to_list()
+            chain = view.chain()
         else:
             upto = self.view.upto
             apis = [*self.view.apis]

@@ -347,7 +347,7 @@ class Session:
         return self.pressure.measured(self._view.total_tokens)
 
     def active_messages(self) -> list[StoredMessage]:
-        return list(self._view.rows)
+        return self._view.rows.to_list()
 
     # -- operations -----------------------------------------------------------
     def turn(
