@@ -11,6 +11,7 @@ The exception hierarchy is exported here too, so an integrator writes
 
 from hermes_hookspecs import CONTRACT_VERSION, DISTRIBUTION, hookimpl, hookspec
 
+from .async_turn import AsyncTurn
 from .config import Settings, load_settings
 from .errors import (
     ABORTING_FAILURES,
@@ -35,6 +36,8 @@ from .errors import (
 )
 from .host import Hermes
 from .plugins import get_plugin_manager
+from .session import Session
+from .turn import Turn
 
 __version__ = "0.1.0"
 
@@ -42,6 +45,7 @@ __all__ = [
     "ABORTING_FAILURES",
     "CONTRACT_VERSION",
     "DISTRIBUTION",
+    "AsyncTurn",
     "CompactionBackendError",
     "CompressionAborted",
     "ConfigError",
@@ -57,9 +61,11 @@ __all__ = [
     "PluginError",
     "RegistrationError",
     "SchemaVersionError",
+    "Session",
     "Settings",
     "StoreError",
     "SummarizerError",
+    "Turn",
     "UnknownNameError",
     "ValidationError",
     "__version__",

@@ -179,3 +179,17 @@ def test_the_checker_finds_cycles(
     for name, text in files.items():
         (package / name).write_text(text)
     assert find_cycle(import_graph(type_checking=False, root=tmp_path)) == expected
+
+
+def test_the_runtime_names_import_from_the_package_and_their_former_module() -> None:
+    import hermes_core
+    import hermes_core.runtime as runtime
+    from hermes_core.async_turn import AsyncTurn
+    from hermes_core.session import Session
+    from hermes_core.turn import Turn
+
+    for name, value in (("Session", Session), ("Turn", Turn), ("AsyncTurn", AsyncTurn)):
+        assert getattr(hermes_core, name) is value
+        assert getattr(runtime, name) is value
+    for name in ("PreparedRequest", "UNANSWERED_RESULT", "MAX_ARGUMENT_DEPTH", "RECALL_HEADER"):
+        assert hasattr(runtime, name), name
