@@ -33,18 +33,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError as PydanticValidationError
 
 from hermes_hookspecs import (
-    ContextEngine,
     LeaseGrant,
     LeaseLost,
     Message,
     NewMessage,
-    SelectRequest,
     SessionRecord,
     StoredMessage,
     ToolCall,
@@ -54,6 +51,7 @@ from hermes_hookspecs import (
 )
 
 from .compression import CompressionInputs, CompressionOutcome, plan_compression, plan_draft_view
+from .context_select import select_messages
 from .draft import TurnDraft
 from .lease import LeaseKeeper
 from .ledger import PendingRequest, PrefixLedger
@@ -201,8 +199,16 @@ class Turn:
         s = self.session
         view = s.view
         apis, chain = draft.parts(view)
-        messages = self._select([s.system_message(), *apis], lambda: draft.messages(view))
         services = self.services
+        messages = select_messages(
+            services,
+            [s.system_message(), *apis],
+            lambda: draft.messages(view),
+            session_id=s.id,
+            model=s.model,
+            system_prompt=s.prompt.text,
+            threshold=self._threshold,
+        )
         self._request_estimate = chain.total_tokens()
         self._request = s.ledger.prepare(s.id, chain, services.store())
         self._prompt_tokens_before = s.pressure.request_prepared(chain.total_tokens())
@@ -234,44 +240,6 @@ class Turn:
         s = self.session
         pieces = self.services.events.turn_context(s.record, MessagesView(s.view.rows), message)
         return with_recall(message, pieces)
-
-    def _select(
-        self, messages: list[dict[str, Any]], draft: Callable[[], list[Message]]
-    ) -> list[dict[str, Any]]:
-        """Run ``select_context`` only when something besides the default would answer."""
-        services = self.services
-        hook = services.pm.hook.select_context
-        engine = services.engine() if services.has_engine() else None
-        overridden = (
-            engine is not None and type(engine).select_context is not ContextEngine.select_context
-        )
-        if len(hook.get_hookimpls()) <= 1 and not overridden:
-            return messages
-        # the messages are validated already (stored rows and this turn's): no re-validation
-        system = Message(role="system", content=self.session.prompt.text)
-        rows = [system, *draft()]
-        request = SelectRequest.model_construct(
-            session_id=self.session.id,
-            messages=rows,
-            model=self.session.model,
-            settings=services.settings.compression_settings(self._threshold()),
-        )
-        chosen = hook(request=request)
-        if chosen is None:
-            return messages
-        # a message the engine kept is sent with its cached wire dict, so its api_content
-        # (this turn's injected context) is sent as stored
-        by_id = {id(message): api for message, api in zip(rows, messages, strict=True)}
-        by_value: dict[str, dict[str, Any]] | None = None
-        out: list[dict[str, Any]] = []
-        for message in chosen:
-            api = by_id.get(id(message))
-            if api is None:
-                if by_value is None:
-                    by_value = {m.model_dump_json(): a for m, a in zip(rows, messages, strict=True)}
-                api = by_value.get(message.model_dump_json())
-            out.append(api if api is not None else message.to_api())
-        return out
 
     def record_response(self, message: Any, usage: Usage | dict[str, Any] | None = None) -> Message:
         """Record the model's assistant message (wire dict or Message) and its usage."""

@@ -134,6 +134,7 @@ def test_the_runtime_does_not_import_the_host() -> None:
         "events",
         "pressure",
         "messages",
+        "context_select",
     ):
         name = f"{PACKAGE}.{module}"
         assert name in graph, f"{name} is missing"
