@@ -34,7 +34,7 @@ import pytest
 from hermes_hookspecs import PrefixEntry
 from hermes_plugin_sqlite_store import SqliteSessionStore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 #: the port the page uses; the test serves the model on a free one instead
 PAGE_PORT = "8099"
