@@ -52,6 +52,9 @@ SKIPPED_MODULES = frozenset({"specs"})
 #: sections of a module, in this order; within each, source order
 KINDS = ("interface", "model", "enum", "error", "function")
 
+#: signatures longer than this are shown one parameter a line
+WIDTH = 88
+
 _ROLE = re.compile(r":(?:class|meth|func|attr|mod|exc|data|obj):`(~?)([^`]+)`")
 _FIELD = re.compile(r"^:(param|attr|raises|raise|returns|return)\b\s*([^:]*):\s*(.*)$")
 _LABELS = {"param": "`{}`", "attr": "`{}`", "raises": "raises `{}`", "raise": "raises `{}`"}
@@ -134,13 +137,44 @@ def _annotation(value: Any) -> Any:
 
 
 def signature(name: str, fn: Any, *, drop_self: bool = False) -> str:
-    """``name(params) -> returns``, annotations as written in the source."""
+    """``name(params) -> returns``, annotations as written in the source.
+
+    ``drop_self`` leaves out a method's ``self`` or ``cls``, as API references do.
+    """
     sig = inspect.signature(fn)
     params = [p.replace(annotation=_annotation(p.annotation)) for p in sig.parameters.values()]
-    if drop_self and params and params[0].name == "self":
+    if drop_self and params and params[0].name in ("self", "cls"):
         params = params[1:]
     shown = sig.replace(parameters=params, return_annotation=_annotation(sig.return_annotation))
-    return f"{name}{shown}"
+    text = f"{name}{shown}"
+    if len(text) <= WIDTH:
+        return text
+    # one parameter a line, as black formats a long ``def``
+    empty = shown.return_annotation is inspect.Signature.empty
+    returns = "" if empty else f" -> {shown.return_annotation!r}"
+    lines = [f"    {part}," for part in _parameter_texts(shown)]
+    return f"{name}(\n" + "\n".join(lines) + f"\n){returns}"
+
+
+def _parameter_texts(sig: inspect.Signature) -> list[str]:
+    """Each parameter as ``str(Signature)`` shows it, with ``*`` and ``/`` markers."""
+    out: list[str] = []
+    kinds = inspect.Parameter
+    seen_star = False
+    previous = None
+    for param in sig.parameters.values():
+        if previous == kinds.POSITIONAL_ONLY and param.kind != kinds.POSITIONAL_ONLY:
+            out.append("/")
+        if param.kind == kinds.KEYWORD_ONLY and not seen_star:
+            out.append("*")
+            seen_star = True
+        if param.kind == kinds.VAR_POSITIONAL:
+            seen_star = True
+        out.append(str(param))
+        previous = param.kind
+    if previous == kinds.POSITIONAL_ONLY:
+        out.append("/")
+    return out
 
 
 def _roles(text: str) -> str:
@@ -325,7 +359,7 @@ def _methods(cls: type) -> list[str]:
             tag = " (abstract)" if name in abstract else ""
             tag = " (classmethod)" if isinstance(value, classmethod) else tag
             out.append(f"#### `{name}`{tag}\n")
-            out.append(f"```python\n{signature(name, fn)}\n```\n")
+            out.append(f"```python\n{signature(name, fn, drop_self=True)}\n```\n")
         text, _ = docstring(value)
         if text:
             out.append(text + "\n")
@@ -350,6 +384,7 @@ def _member(name: str, value: Any) -> list[str]:
         out += [_fields_table(value), *_methods(value)]
     elif what == "enum":
         out.append(", ".join(f"`{m.name} = {m.value!r}`" for m in value) + "\n")
+        out += _methods(value)
     elif what == "error":
         if "__init__" in vars(value):
             init = signature(name, vars(value)["__init__"], drop_self=True)
