@@ -213,7 +213,8 @@ def docstring(obj: Any, *, fields: bool = False) -> tuple[str, dict[str, str]]:
             if line.strip() and last == "list":
                 lines.append("")
             last = None
-            lines.append(line)
+            # reST's "text::" introduces an indented literal block: Markdown reads it as code
+            lines.append(line[:-1] if line.endswith("::") and line.strip() != "::" else line)
     return "\n".join(lines).strip(), named
 
 
