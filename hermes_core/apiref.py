@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -218,6 +219,7 @@ def docstring(obj: Any, *, fields: bool = False) -> tuple[str, dict[str, str]]:
     return "\n".join(lines).strip(), named
 
 
+@functools.cache
 def attribute_comments(cls: type) -> dict[str, str]:
     """The ``#: text`` comments written above attributes in ``cls``'s body."""
     try:
@@ -272,6 +274,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+@functools.cache
 def factories(cls: type) -> dict[str, str]:
     """``default_factory=`` expressions of ``cls``'s fields, as written in the source."""
     try:
