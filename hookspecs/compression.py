@@ -121,7 +121,7 @@ class CompressionRequest(BaseModel):
     model: str = ""
     #: the resolved compression settings, ``threshold_tokens`` included
     settings: CompressionSettings
-    #: what memory providers' ``on_pre_compress`` asked the summary to keep
+    #: what the ``on_pre_compress`` hooks and memory providers asked the summary to keep
     insights: list[str] = Field(default_factory=list)
     #: a topic the summary should keep in focus (``hermes-core compress --focus``)
     focus: str | None = None
@@ -321,7 +321,7 @@ class SummaryRequest(BaseModel):
     messages: list[Message]
     #: the previous handoff, to update
     previous_summary: HandoffSummary | None = None
-    #: what memory providers asked the summary to keep
+    #: the request's ``insights``: what the summary must keep
     insights: list[str] = Field(default_factory=list)
     #: a topic to keep in focus
     focus: str | None = None
