@@ -21,7 +21,7 @@ import hermes_plugin_redaction
 from hermes_core import Hermes
 from hermes_core.config import MemorySettings, settings_from
 from hermes_core.memory import MemoryManager, tool_schema_problem, turn_record_from_messages
-from hermes_core.memory_workers import DaemonPool, PoolClosed, SessionQueues
+from hermes_core.memory.workers import DaemonPool, PoolClosed, SessionQueues
 from hermes_core.redaction import Redactor
 from hermes_hookspecs import (
     Layer,

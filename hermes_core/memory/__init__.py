@@ -24,7 +24,7 @@ promises (see :mod:`hermes_hookspecs.memory`):
   carry) has it replaced by U+FFFD. Each is logged once per provider and
   method.
 * :meth:`MemoryManager.sync_turn` returns at once; the work runs in order per
-  session on a queue (:class:`~hermes_core.memory_workers.SessionQueues`).
+  session on a queue (:class:`~hermes_core.memory.workers.SessionQueues`).
   Syncs still queued at shutdown, or submitted after it, are dropped and
   their count is logged at shutdown (:attr:`MemoryManager.dropped_syncs`).
   :meth:`MemoryManager.on_session_end` is queued behind that session's pending
@@ -34,8 +34,9 @@ promises (see :mod:`hermes_hookspecs.memory`):
 
 The package, by concern: :mod:`~hermes_core.memory.manager` (the manager's
 API), :mod:`~hermes_core.memory.isolation` (pools, deadlines, the breaker),
-:mod:`~hermes_core.memory.hygiene` (output checks) and
-:mod:`~hermes_core.memory.selection` (the providers, from the host's registry).
+:mod:`~hermes_core.memory.hygiene` (output checks),
+:mod:`~hermes_core.memory.selection` (the providers, from the host's registry)
+and :mod:`~hermes_core.memory.workers` (daemon pools, per-session queues).
 
 The host builds the manager (:meth:`hermes_core.host.Hermes.memory`) and the
 runtime reaches it only through :class:`hermes_core.events.RuntimeEvents`,

@@ -24,8 +24,8 @@ from typing import Any
 
 from hermes_hookspecs import MemoryProvider
 
-from ..memory_workers import DaemonPool, PoolClosed
 from .hygiene import clean_text, provider_name
+from .workers import DaemonPool, PoolClosed
 
 logger = logging.getLogger("hermes_core.memory")
 

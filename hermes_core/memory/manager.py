@@ -21,10 +21,10 @@ from hermes_hookspecs import (
 )
 
 from ..config import MemorySettings
-from ..memory_workers import DaemonPool, PoolClosed, SessionQueues
 from ..redaction import Redactor
 from .hygiene import provider_name, tool_schema_problem
 from .isolation import IsolatedCalls, Missing
+from .workers import DaemonPool, PoolClosed, SessionQueues
 
 logger = logging.getLogger("hermes_core.memory")
 
