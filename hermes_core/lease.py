@@ -14,16 +14,25 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
-from hermes_hookspecs import LeaseGrant, LeaseLost, SessionStore
+from hermes_hookspecs import LeaseGrant, LeaseLost
 
 log = logging.getLogger("hermes_core.runtime")
+
+
+class LeaseStore(Protocol):
+    """What the keeper uses of a :class:`~hermes_hookspecs.SessionStore`."""
+
+    def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant: ...
+
+    def release_lease(self, lease: LeaseGrant) -> None: ...
 
 
 class LeaseKeeper:
     """The current grant of one turn's lease, renewed on a thread until :meth:`release`."""
 
-    def __init__(self, store: Callable[[], SessionStore], grant: LeaseGrant, ttl: float) -> None:
+    def __init__(self, store: Callable[[], LeaseStore], grant: LeaseGrant, ttl: float) -> None:
         self._store = store
         self.grant = grant
         self.ttl = ttl
