@@ -194,3 +194,24 @@ def test_the_runtime_names_import_from_the_package_and_their_former_module() -> 
         assert getattr(runtime, name) is value
     for name in ("PreparedRequest", "UNANSWERED_RESULT", "MAX_ARGUMENT_DEPTH", "RECALL_HEADER"):
         assert hasattr(runtime, name), name
+
+
+def test_the_architecture_page_lists_what_each_module_imports() -> None:
+    """The imports column of docs/architecture.md's module table is the graph's (run-time) edges."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    graph = import_graph(type_checking=False)
+    checked = 0
+    for line in text.splitlines():
+        match = re.match(r"^\| `([a-z_]+)\.py` \|.*\| ([^|]+) \|$", line)
+        if match is None:
+            continue
+        module, column = f"{PACKAGE}.{match.group(1)}", match.group(2).strip()
+        if "..." in column or column == "the above":
+            continue
+        named = set(re.findall(r"`([a-z_]+)`", column))
+        actual = {m.removeprefix(f"{PACKAGE}.") for m in graph[module]}
+        assert named == actual, f"docs/architecture.md row {module}: says {named}, is {actual}"
+        checked += 1
+    assert checked >= 12
