@@ -46,6 +46,7 @@ def hooks_section() -> str:
         fn = getattr(specs, name)
         opts = getattr(fn, "hermes_core_spec", {})
         first = " (firstresult)" if opts.get("firstresult") else ""
+        first += " (historic)" if opts.get("historic") else ""
         lines.append(f"### `{name}`{first}\n")
         lines.append(f"```python\n{hook_signature(name)}\n```\n")
         if opts.get("warn_on_impl") is not None:

@@ -56,18 +56,24 @@ CORE_PLUGIN_NAME = "hermes_core.core"
 
 
 class CorePlugin:
-    """The core's own hook implementations: the selected engine answers last."""
+    """The core's own hook implementations: the engine the calling host selected answers last.
 
-    def __init__(self, hermes: Hermes) -> None:
-        self.hermes = hermes
-
-    @hookimpl(trylast=True)
-    def compress(self, request: CompressionRequest) -> CompressionResult | None:
-        return self.hermes.engine().compress(request)
+    It keeps no host state: the host passes its engine with each call
+    (``pm.hook.compress(request=..., engine=hermes.engine())``), so one
+    instance serves every :class:`Hermes` built on a plugin manager.
+    """
 
     @hookimpl(trylast=True)
-    def select_context(self, request: SelectRequest) -> list[Message] | None:
-        return self.hermes.engine().select_context(request)
+    def compress(
+        self, request: CompressionRequest, engine: ContextEngine
+    ) -> CompressionResult | None:
+        return engine.compress(request)
+
+    @hookimpl(trylast=True)
+    def select_context(
+        self, request: SelectRequest, engine: ContextEngine | None
+    ) -> list[Message] | None:
+        return engine.select_context(request) if engine is not None else None
 
 
 class EngineServices:
@@ -106,8 +112,8 @@ class Hermes:
             self.settings, load_entrypoints=load_entrypoints, plugins=plugins
         )
         if self.pm.get_plugin(CORE_PLUGIN_NAME) is None:
-            self.pm.register(CorePlugin(self), name=CORE_PLUGIN_NAME)
-        self.pm.hook.configure(settings=self.settings)
+            self.pm.register(CorePlugin(), name=CORE_PLUGIN_NAME)
+        self.pm.hook.configure.call_historic(kwargs={"settings": self.settings})
         self._lock = threading.RLock()
         self._registry: Registry | None = None
         self._toolbox: Toolbox | None = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -237,23 +237,41 @@ def implemented_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
     return sorted(caller.name for caller in callers)
 
 
+def each_implementation(
+    pm: pluggy.PluginManager, hook: str
+) -> Iterator[tuple[str, pluggy.HookCaller]]:
+    """Per plugin implementing ``hook``, in hook order: its name and a caller for it alone.
+
+    The caller runs through pluggy (``pm.subset_hook_caller``) with that one
+    plugin's implementation plus every ``wrapper=True`` / ``hookwrapper=True``
+    implementation of the hook, so wrappers see each plugin's result and
+    tracing (:func:`enable_tracing`) records the call. Used where results or
+    errors must be attributed to a plugin (registries, prompt blocks, tool
+    schemas, annotations).
+    """
+    caller: pluggy.HookCaller = getattr(pm.hook, hook)
+    answering = [impl for impl in caller.get_hookimpls() if not (impl.wrapper or impl.hookwrapper)]
+    for impl in reversed(answering):
+        others = [other.plugin for other in answering if other is not impl]
+        yield plugin_name(pm, impl.plugin), pm.subset_hook_caller(hook, others)
+
+
 def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
     """Call every implementation of ``hook`` separately, in hook order, keeping who answered.
 
-    Used where results must be attributed to a plugin (prompt blocks, tool
+    Each call goes through pluggy (see :func:`each_implementation`). Used
+    where results must be attributed to a plugin (prompt blocks, tool
     schemas). An exception is re-raised as :class:`PluginError` naming the plugin.
     """
-    caller = getattr(pm.hook, hook)
     out: list[tuple[str, Any]] = []
-    for impl in reversed(caller.get_hookimpls()):
-        owner = plugin_name(pm, impl.plugin)
-        args = {name: kwargs[name] for name in impl.argnames if name in kwargs}
+    for owner, caller in each_implementation(pm, hook):
         try:
-            result = impl.function(**args)
+            results = caller(**kwargs)
         except Exception as exc:
             raise PluginError(
                 f"plugin {owner!r} raised in {hook}: {type(exc).__name__}: {exc}"
             ) from exc
-        if result is not None:
-            out.append((owner, result))
+        for result in results or []:
+            if result is not None:
+                out.append((owner, result))
     return out

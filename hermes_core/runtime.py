@@ -772,7 +772,7 @@ class Turn:
             model=self.session.model,
             settings=self.hermes.settings.compression_settings(self._threshold()),
         )
-        chosen = hook(request=request)
+        chosen = hook(request=request, engine=engine)
         if chosen is None:
             return messages
         # a message the engine kept is sent with its cached wire dict, so its api_content

@@ -135,12 +135,18 @@ def register_tools(register: Callable[[AgentTool], None], settings: Any) -> None
 # ---------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(historic=True)
 def configure(settings: Any) -> None:
     """Receive the validated settings once, after plugins are loaded.
 
+    A historic hook: the host calls it with ``call_historic`` when it is
+    built, and a plugin registered on the manager later is configured at
+    registration with the same settings (once per host built on the manager,
+    in order). A historic hook takes no ``wrapper`` implementations.
+
     :param settings: the :class:`hermes_core.config.Settings` in force.
         Plugins read their own section (``settings.plugin_options(name)``).
+    :return: nothing; all implementations are called.
     """
 
 
@@ -291,24 +297,40 @@ def tool_schemas(context: PromptContext, settings: Any) -> list[dict[str, Any]] 
 
 
 @hookspec(firstresult=True)
-def select_context(request: SelectRequest) -> list[Message] | None:
+def select_context(request: SelectRequest, engine: ContextEngine | None) -> list[Message] | None:
     """Replace the messages of ONE request (nothing stored changes).
 
-    The core answers last (``trylast``) by asking the selected engine; a
-    plugin answering first overrides it.
+    The host that prepares the request calls this hook on its own plugin
+    manager with the context engine IT selected (``compression.engine``), so
+    several hosts may share one manager. The core answers last
+    (``trylast``) with ``engine.select_context(request)``; replace the
+    behaviour by registering an engine (``register_context_engines``) and
+    selecting it. Implement this hook to observe or wrap the answer
+    (``wrapper=True``), or to answer first for every engine.
 
+    :param request: the messages about to be sent once.
+    :param engine: the engine the calling host selected, bound to that
+        host's services (None when no engine is registered).
     :return: the messages to send, or None to leave them as they are.
         First non-None result wins.
     """
 
 
 @hookspec(firstresult=True)
-def compress(request: CompressionRequest) -> CompressionResult | None:
+def compress(request: CompressionRequest, engine: ContextEngine) -> CompressionResult | None:
     """Rewrite the session's active context.
 
-    The core answers last (``trylast``) with the engine chosen by
-    ``compression.engine``; a plugin answering first takes over compression.
+    The host that compresses calls this hook on its own plugin manager with
+    the context engine IT selected (``compression.engine``), so several
+    hosts may share one manager. The core answers last (``trylast``) with
+    ``engine.compress(request)``: replacing compression means registering
+    an engine (``register_context_engines``) and selecting it by name.
+    Implement this hook to observe or wrap compression (``wrapper=True``
+    sees the engine's result), or to answer first for every engine.
 
+    :param request: the session's active view and the resolved settings.
+    :param engine: the engine the calling host selected, bound to that
+        host's services.
     :return: the engine's result. First non-None result wins.
     """
 
