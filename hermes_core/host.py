@@ -28,6 +28,7 @@ from hermes_hookspecs import (
     CompactionBackend,
     CompressionRequest,
     CompressionResult,
+    CompressionSettings,
     ContextEngine,
     Importer,
     Message,
@@ -40,7 +41,8 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from .config import Settings, load_settings
+from .config import Settings, compression_settings, load_settings
+from .plugin_settings import bind_plugin_settings, declared_settings
 from .plugins import call_each, get_plugin_manager
 from .redaction import RedactingSummarizer, Redactor, install_log_redaction
 from .registry import Registry
@@ -113,6 +115,7 @@ class Hermes:
         )
         if self.pm.get_plugin(CORE_PLUGIN_NAME) is None:
             self.pm.register(CorePlugin(), name=CORE_PLUGIN_NAME)
+        bind_plugin_settings(self.settings, declared_settings(self.pm))
         self.pm.hook.configure.call_historic(kwargs={"settings": self.settings})
         self._lock = threading.RLock()
         self._registry: Registry | None = None
@@ -189,12 +192,29 @@ class Hermes:
         exception is a summarizer declaring ``in_process = True`` (it sends its
         input nowhere, so there is nothing to keep from leaving).
         """
-        value: Summarizer = self.registry.get(
-            "summarizers", name or self.settings.summarizer_name()
-        )
+        value: Summarizer = self.registry.get("summarizers", name or self.summarizer_name())
         if isinstance(value, RedactingSummarizer) or value.in_process:
             return value
         return RedactingSummarizer(value, self.redactor())
+
+    def summarizer_name(self) -> str:
+        """The summarizer in force: ``compression.summarizer`` when set, else the first
+        registered summarizer (by name) that asks to be ``preferred`` (``openai`` once its
+        endpoint and model are configured), else ``deterministic``."""
+        if self.settings.compression.summarizer:
+            return self.settings.compression.summarizer
+        for name in self.registry.names("summarizers"):
+            if self.registry.get("summarizers", name).preferred:
+                return name
+        return "deterministic"
+
+    def compression_settings(
+        self, threshold_tokens: int, context_length: int | None = None
+    ) -> CompressionSettings:
+        """The resolved core ``[compression]`` settings handed to engines."""
+        return compression_settings(
+            self.settings, threshold_tokens, context_length, self.summarizer_name()
+        )
 
     def tail_strategy(self, name: str | None = None) -> TailStrategy:
         value: TailStrategy = self.registry.get("tails", name or self.settings.compression.tail)

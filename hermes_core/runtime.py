@@ -770,7 +770,7 @@ class Turn:
             session_id=self.session.id,
             messages=rows,
             model=self.session.model,
-            settings=self.hermes.settings.compression_settings(self._threshold()),
+            settings=self.hermes.compression_settings(self._threshold()),
         )
         chosen = hook(request=request, engine=engine)
         if chosen is None:

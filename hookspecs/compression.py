@@ -22,32 +22,27 @@ CompressionStatus = Literal["compressed", "aborted", "skipped"]
 
 
 class CompressionSettings(BaseModel):
-    """The resolved ``[compression]`` settings handed to engines (read-only)."""
+    """The resolved core ``[compression]`` settings handed to engines (read-only).
 
-    model_config = ConfigDict(extra="allow")
+    Only what the core resolves for every engine: the trigger, the window
+    and the general compression knobs. A plugin's own keys (the tails' bands,
+    the default engine's cooldown and breaker) live in its own
+    :class:`~hermes_hookspecs.settings.SettingsSection`, read with
+    ``settings.section(Model)`` when it registers its parts.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     threshold_tokens: int
     context_length: int
     protect_first_n: int = 3
-    target_ratio: float = 0.20
-    tail_min_messages: int = 6
     prune_min_chars: int = 400
     max_tool_args_chars: int = 2000
     summary_input_tokens: int = 60_000
     summary_prefix_reuse: bool = False
     abort_on_summary_failure: bool = False
     summarizer: str = "deterministic"
-    fallback_summarizer: str = "deterministic"
     tail: str = "lean"
-    lean_tail_min_tokens: int = 10_000
-    lean_tail_max_tokens: int = 25_000
-    identifier_budget_tokens: int = 2_000
-    user_quote_budget_tokens: int = 0
-    cooldown_seconds: float = 60.0
-    max_cooldown_seconds: float = 3600.0
-    breaker_after: int = 3
-    min_savings_ratio: float = 0.10
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class EngineHost(Protocol):
@@ -283,6 +278,10 @@ class Summarizer(ABC):
     #: (the offline ``deterministic`` one): the host then hands it the input unredacted,
     #: since nothing leaves. Every other summarizer sees redacted input.
     in_process: bool = False
+    #: True when this summarizer asks to be used while ``compression.summarizer`` is empty
+    #: (the ``openai`` one does once its endpoint and model are configured); the first such
+    #: by name wins, else ``deterministic``
+    preferred: bool = False
 
     @abstractmethod
     def summarize(self, request: SummaryRequest) -> SummaryResult:

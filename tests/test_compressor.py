@@ -37,7 +37,7 @@ from hermes_hookspecs import (
     ToolFunction,
     Usage,
 )
-from hermes_plugin_compressor import ContextCompressor
+from hermes_plugin_compressor import CompressorSettings, ContextCompressor
 from hermes_plugin_compressor import register_context_engines as register_engine
 from hermes_plugin_compressor.prune import cut_arguments
 from hermes_plugin_compressor.repair import plan_repair, repair_messages
@@ -131,8 +131,11 @@ class TestConformanceLegacy(TestConformanceLean):
 
 def test_register_hook_contributes_the_engine() -> None:
     got: list[Any] = []
-    register_engine(register=got.append)
+    register_engine(
+        register=got.append, settings=settings_from({"compression": {"breaker_after": 5}})
+    )
     assert [type(e) for e in got] == [ContextCompressor] and got[0].name == "compressor"
+    assert got[0].settings.breaker_after == 5  # configured from its keys of [compression]
 
 
 # -- repair rule -------------------------------------------------------------------------------
@@ -262,11 +265,11 @@ def test_previous_summary_is_updated_and_tool_pairs_stay_whole(engine: ContextCo
 
 
 def test_not_smaller_aborts_and_breaker_opens(host: PluginHost) -> None:
-    engine = ContextCompressor(clock=Clock())
+    engine = ContextCompressor(CompressorSettings(breaker_after=2), clock=Clock())
     huge = FixedSummarizer("z " * 20_000)
     huge.name = "huge"
     engine.bind(PluginHost(summarizers=[huge]))
-    settings = settings_for(12_000, summarizer="huge", breaker_after=2)
+    settings = settings_for(12_000, summarizer="huge")
     messages = session(turns=30)
     for _ in range(2):
         result = engine.compress(request(messages, settings))
@@ -305,17 +308,17 @@ def fake() -> Iterator[FakeOpenAIServer]:
         yield server
 
 
-def openai_engine(base_url: str) -> tuple[ContextCompressor, Clock]:
+def openai_engine(base_url: str, **policy: Any) -> tuple[ContextCompressor, Clock]:
     settings = settings_from({"summarizer": {"openai": {"base_url": base_url, "model": "gpt-5.5"}}})
     clock = Clock()
-    engine = ContextCompressor(clock=clock)
+    engine = ContextCompressor(CompressorSettings(**policy), clock=clock)
     engine.bind(PluginHost(summarizers=[OpenAISummarizer.from_settings(settings)]))
     return engine, clock
 
 
 def test_aborting_failures_leave_the_session_untouched_and_cool_down() -> None:
-    engine, clock = openai_engine(f"http://127.0.0.1:{free_port()}/v1")
-    settings = settings_for(12_000, summarizer="openai", cooldown_seconds=60)
+    engine, clock = openai_engine(f"http://127.0.0.1:{free_port()}/v1", cooldown_seconds=60)
+    settings = settings_for(12_000, summarizer="openai")
     result = engine.compress(request(session(turns=30), settings))
     assert result.status == "aborted" and "network" in result.reason
     assert result.messages == [] and not result.fallback_used
@@ -345,10 +348,8 @@ def test_other_failures_fall_back_to_deterministic_then_cooldown_grows(
     fake: FakeOpenAIServer,
 ) -> None:
     fake.set_default("chat.completions", ErrorReply(status=500))
-    engine, clock = openai_engine(fake.base_url)
-    settings = settings_for(
-        12_000, summarizer="openai", cooldown_seconds=10, max_cooldown_seconds=25
-    )
+    engine, clock = openai_engine(fake.base_url, cooldown_seconds=10, max_cooldown_seconds=25)
+    settings = settings_for(12_000, summarizer="openai")
     first = engine.compress(request(session(turns=30), settings))
     assert first.status == "compressed" and first.fallback_used
     assert first.summarizer == "deterministic" and first.summary is not None
@@ -368,10 +369,8 @@ def test_other_failures_fall_back_to_deterministic_then_cooldown_grows(
 
 def test_abort_on_summary_failure_keeps_session_until_manual(fake: FakeOpenAIServer) -> None:
     fake.set_default("chat.completions", ErrorReply(status=500))
-    engine, _clock = openai_engine(fake.base_url)
-    settings = settings_for(
-        12_000, summarizer="openai", abort_on_summary_failure=True, cooldown_seconds=0
-    )
+    engine, _clock = openai_engine(fake.base_url, cooldown_seconds=0)
+    settings = settings_for(12_000, summarizer="openai", abort_on_summary_failure=True)
     result = engine.compress(request(session(turns=30), settings))
     assert result.status == "aborted" and "abort_on_summary_failure" in result.reason
     manual = engine.compress(

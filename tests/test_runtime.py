@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -28,6 +28,7 @@ from hermes_hookspecs import (
     NewMessage,
     PluginError,
     PromptBlock,
+    SettingsSection,
     Summarizer,
     SummaryRequest,
     SummaryResult,
@@ -79,6 +80,12 @@ class EchoTool(AgentTool):
         return f"echo {arguments.get('text')} in {context.session_ids[0]}"
 
 
+class RecorderSettings(SettingsSection):
+    config_section: ClassVar[str] = "recorder"
+
+    label: str = "rec"
+
+
 class Recorder:
     """A plugin implementing every hook, recording the order of calls."""
 
@@ -87,6 +94,11 @@ class Recorder:
 
     def _note(self, name: str) -> None:
         self.calls.append(name)
+
+    @hookimpl
+    def register_settings(self, register):  # type: ignore[no-untyped-def]
+        self._note("register_settings")
+        register(RecorderSettings)
 
     @hookimpl
     def register_context_engines(self, register):  # type: ignore[no-untyped-def]

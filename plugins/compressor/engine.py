@@ -95,6 +95,7 @@ from .items import Item
 from .prune import FIT_RATIO, fit_tail, prune
 from .repair import plan_repair, stub_message
 from .session_state import SessionState
+from .settings import CompressorSettings
 from .summary_input import SummaryInput, build_summary_input
 
 #: tokens kept free in the summarizer's window for its instructions
@@ -139,8 +140,16 @@ class ContextCompressor(ContextEngine):
     """Head + structured summary + tail, with pruning, repair and a failure policy."""
 
     name = "compressor"
+    #: the summarizer tried once when the configured one fails
+    fallback_summarizer = "deterministic"
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: CompressorSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings or CompressorSettings()
         self._clock = clock
         self._lock = threading.Lock()
         self._sessions: dict[str, SessionState] = {}
@@ -230,9 +239,9 @@ class ContextCompressor(ContextEngine):
             state.last_fallback_used = result.fallback_used
             if result.summary_usage is not None:
                 state.last_summary_usage = result.summary_usage.model_dump()
-            state.record_effect(result.tokens_before, result.tokens_after, request.settings)
+            state.record_effect(result.tokens_before, result.tokens_after, self.settings)
         elif work.not_smaller:
-            state.record_effect(work.tokens_before, work.tokens_before, request.settings)
+            state.record_effect(work.tokens_before, work.tokens_before, self.settings)
         return result
 
     def _skip(self, state: SessionState, reason: str) -> CompressionResult:
@@ -456,7 +465,7 @@ class _Work:
         return summary, result
 
     def _fail(self, error: SummarizerError) -> None:
-        seconds = self.state.record_summary_failure(self.engine._clock(), self.settings)
+        seconds = self.state.record_summary_failure(self.engine._clock(), self.engine.settings)
         self.notes.append(f"summary failed ({error.kind}): {error}; cooldown {seconds:.0f}s")
         if error.aborts:
             raise _Aborted(
@@ -475,7 +484,7 @@ class _Work:
         max_output: int,
         error: SummarizerError,
     ) -> SummaryResult:
-        name = self.settings.fallback_summarizer
+        name = self.engine.fallback_summarizer
         if name == self.settings.summarizer:
             raise _Aborted(f"summary failed ({error.kind}) and the fallback is the same summarizer")
         fallback = self.host.summarizer(name)
