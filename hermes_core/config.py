@@ -273,6 +273,7 @@ def _validate(
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from None
     settings._plugin_data = rest
+    settings._source = source
     settings._ambient = dict(ambient or {})
     return settings
 

@@ -163,7 +163,7 @@ def bind_plugin_settings(settings: Settings, declared: list[Declared]) -> None:
             problems.extend(f"{line} (plugin {item.plugin!r})" for line in lines)
         settings._owners[model] = item.plugin
     if problems:
-        raise ConfigError("invalid configuration: " + "; ".join(problems))
+        raise ConfigError(f"invalid configuration in {settings._source}: " + "; ".join(problems))
 
 
 def section_values(settings: Settings, table: str) -> dict[str, Any]:

@@ -226,6 +226,8 @@ class Settings(_Section):
     _sections: dict[type[SettingsSection], SettingsSection] = PrivateAttr(default_factory=dict)
     #: which plugin declared each model (set by the host when it validates them)
     _owners: dict[type[SettingsSection], str] = PrivateAttr(default_factory=dict)
+    #: where the configured values came from (a file, "+ environment"...), for messages
+    _source: str = PrivateAttr(default="defaults")
     #: ``(table, key) → value`` set by an ambient environment variable (HERMES_CORE_POSTGRES_DSN)
     _ambient: dict[tuple[str, str], Any] = PrivateAttr(default_factory=dict)
 

@@ -281,3 +281,37 @@ def test_config_show_lists_every_plugin_section_with_effective_values(tmp_path: 
     assert data["summarizer"]["openai"]["model"] == "gpt-x"
     assert data["compression"]["lean_tail_min_tokens"] == 9000
     assert "pg-Pa55word" not in json.dumps(data)
+
+
+def test_a_bad_plugin_value_is_one_cli_error_naming_key_and_plugin(tmp_path: Path) -> None:
+    (tmp_path / "hermes.toml").write_text(
+        "[compression]\nlean_tail_min_tokens = -3\n", encoding="utf-8"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_CORE")}
+    out = subprocess.run(
+        [sys.executable, "-m", "hermes_core", "config", "show"],
+        cwd=tmp_path,
+        env={**env, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 1 and out.stderr.startswith("Error:")
+    assert out.stderr.strip().count("\n") == 0
+    assert "compression.lean_tail_min_tokens = -3" in out.stderr and "'tail_lean'" in out.stderr
+    assert str(tmp_path / "hermes.toml") in out.stderr  # the source, as for the core's keys
+
+
+def test_plugins_json_lists_the_settings_tables_each_plugin_declares(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_CORE")}
+    out = subprocess.run(
+        [sys.executable, "-m", "hermes_core", "plugins", "--json"],
+        cwd=tmp_path,
+        env={**env, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = {row["name"]: row for row in json.loads(out.stdout)}
+    assert rows["summarizer_openai"]["settings"] == ["summarizer.openai"]
+    assert rows["sqlite_store"]["settings"] == ["session"]
+    assert rows["recall"]["settings"] == ["extensions.recall"]
