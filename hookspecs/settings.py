@@ -39,7 +39,7 @@ from .errors import ConfigError
 
 APP_NAME = "hermes-core"
 
-S = TypeVar("S", bound="SettingsSection")
+_SectionT = TypeVar("_SectionT", bound="SettingsSection")
 
 
 def _problem(table: str, error: Any) -> str:
@@ -192,6 +192,8 @@ class PromptSettings(_Section):
 
 
 class TokenSettings(_Section):
+    """Token counting."""
+
     counter: str = Field(default="tiktoken", description="Registered token counter.")
 
 
@@ -206,14 +208,30 @@ class CompactionSettings(_Section):
 class Settings(_Section):
     """Every setting the core uses; plugins' sections are read with :meth:`section`."""
 
-    plugins: PluginSettings = Field(default_factory=PluginSettings)
-    model: ModelSettings = Field(default_factory=ModelSettings)
-    session: SessionSettings = Field(default_factory=SessionSettings)
-    compression: CompressionConfig = Field(default_factory=CompressionConfig)
-    memory: MemorySettings = Field(default_factory=MemorySettings)
-    prompt: PromptSettings = Field(default_factory=PromptSettings)
-    tokens: TokenSettings = Field(default_factory=TokenSettings)
-    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    plugins: PluginSettings = Field(
+        default_factory=PluginSettings, description="[plugins]: which plugins load."
+    )
+    model: ModelSettings = Field(
+        default_factory=ModelSettings, description="[model]: the main model."
+    )
+    session: SessionSettings = Field(
+        default_factory=SessionSettings, description="[session]: the store and turn leases."
+    )
+    compression: CompressionConfig = Field(
+        default_factory=CompressionConfig, description="[compression]: when and how."
+    )
+    memory: MemorySettings = Field(
+        default_factory=MemorySettings, description="[memory]: the memory providers."
+    )
+    prompt: PromptSettings = Field(
+        default_factory=PromptSettings, description="[prompt]: the layered system prompt."
+    )
+    tokens: TokenSettings = Field(
+        default_factory=TokenSettings, description="[tokens]: the token counter."
+    )
+    compaction: CompactionSettings = Field(
+        default_factory=CompactionSettings, description="[compaction]: provider-side backends."
+    )
     extensions: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Legacy: untyped third-party tables, by plugin name (declare a "
@@ -231,7 +249,7 @@ class Settings(_Section):
     #: ``(table, key) → value`` set by an ambient environment variable (HERMES_CORE_POSTGRES_DSN)
     _ambient: dict[tuple[str, str], Any] = PrivateAttr(default_factory=dict)
 
-    def section(self, model: type[S]) -> S:
+    def section(self, model: type[_SectionT]) -> _SectionT:
         """The plugin section ``model`` declares, validated (its defaults where unset).
 
         The host validates every declared section when it loads the plugins,
