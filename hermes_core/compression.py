@@ -97,7 +97,7 @@ def _provider_compaction(
     if backend is None:
         return None
     s = turn.session
-    settings = hermes.settings.compaction.model_dump().get(backend.name, {})
+    settings = hermes.settings.table(f"compaction.{backend.name}")
     if not backend.eligible(s.record, s.model, settings):
         notes.append(f"compaction backend {backend.name!r} not eligible; local engine used")
         return None

@@ -686,7 +686,7 @@ class Turn:
         backend = self.hermes.compaction_backend()
         extra: dict[str, Any] = {}
         if backend is not None:
-            settings = self.hermes.settings.compaction.model_dump().get(backend.name, {})
+            settings = self.hermes.settings.table(f"compaction.{backend.name}")
             try:
                 if backend.eligible(s.record, s.model, settings):
                     extra = backend.request_options(s.record, s.model, settings)

@@ -198,11 +198,9 @@ class TokenSettings(_Section):
 
 
 class CompactionSettings(_Section):
-    """Provider-side compaction backends."""
+    """Provider-side compaction backends (each declares its own ``[compaction.NAME]`` table)."""
 
     backend: str = Field(default="", description="responses, codex, or empty for local only.")
-    responses: dict[str, Any] = Field(default_factory=dict, description="responses settings.")
-    codex: dict[str, Any] = Field(default_factory=dict, description="codex settings.")
 
 
 class Settings(_Section):
