@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -239,7 +239,7 @@ def implemented_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
 
 def each_implementation(
     pm: pluggy.PluginManager, hook: str
-) -> Iterator[tuple[str, pluggy.HookCaller]]:
+) -> list[tuple[str, pluggy.HookCaller]]:
     """Per plugin implementing ``hook``, in hook order: its name and a caller for it alone.
 
     The caller runs through pluggy (``pm.subset_hook_caller``) with that one
@@ -247,13 +247,26 @@ def each_implementation(
     implementation of the hook, so wrappers see each plugin's result and
     tracing (:func:`enable_tracing`) records the call. Used where results or
     errors must be attributed to a plugin (registries, prompt blocks, tool
-    schemas, annotations).
+    schemas, annotations). The callers are kept on the manager until its
+    implementations of ``hook`` change (``annotate_message`` runs per message).
     """
     caller: pluggy.HookCaller = getattr(pm.hook, hook)
-    answering = [impl for impl in caller.get_hookimpls() if not (impl.wrapper or impl.hookwrapper)]
-    for impl in reversed(answering):
-        others = [other.plugin for other in answering if other is not impl]
-        yield plugin_name(pm, impl.plugin), pm.subset_hook_caller(hook, others)
+    impls = tuple(caller.get_hookimpls())
+    cache: dict[str, tuple[tuple[Any, ...], list[tuple[str, pluggy.HookCaller]]]]
+    cache = pm.__dict__.setdefault("hermes_each_implementation", {})
+    found = cache.get(hook)
+    if found is not None and found[0] == impls:
+        return found[1]
+    answering = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
+    out = [
+        (
+            plugin_name(pm, impl.plugin),
+            pm.subset_hook_caller(hook, [o.plugin for o in answering if o is not impl]),
+        )
+        for impl in reversed(answering)
+    ]
+    cache[hook] = (impls, out)
+    return out
 
 
 def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:

@@ -298,3 +298,30 @@ def test_the_core_plugin_keeps_no_host() -> None:
     from hermes_core.host import CorePlugin
 
     assert vars(CorePlugin()) == {}
+
+
+def test_per_plugin_calls_follow_registration_changes() -> None:
+    """call_each keeps its per-plugin callers only while the implementations stay the same."""
+    from hermes_core.plugins import call_each
+
+    def schemas(name: str) -> object:
+        class Plugin:
+            @hookimpl
+            def tool_schemas(self):  # type: ignore[no-untyped-def]
+                return [{"type": "function", "function": {"name": name}}]
+
+        return Plugin()
+
+    pm = get_plugin_manager(
+        settings_from({}), load_entrypoints=False, plugins=[("a", schemas("a"))]
+    )
+    assert [owner for owner, _ in call_each(pm, "tool_schemas", context=None, settings=None)] == [
+        "a"
+    ]
+    pm.register(schemas("b"), name="b")
+    owners = [owner for owner, _ in call_each(pm, "tool_schemas", context=None, settings=None)]
+    assert sorted(owners) == ["a", "b"]
+    pm.unregister(name="a")
+    assert [owner for owner, _ in call_each(pm, "tool_schemas", context=None, settings=None)] == [
+        "b"
+    ]
