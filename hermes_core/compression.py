@@ -151,7 +151,7 @@ def run_compression(
             system_prompt=s.prompt.text,
             tools=s.prompt.tools,
         )
-        result = hermes.pm.hook.compress(request=request, engine=hermes.engine())
+        result = hermes.call_compress(request)
         if result is None:
             return CompressionOutcome(status="skipped", reason="no engine answered", trigger=reason)
         if result.status != "compressed":
@@ -289,9 +289,7 @@ def plan_draft_view(turn: Turn, rows: list[StoredMessage]) -> CompressionResult 
         system_prompt=s.prompt.text,
         tools=s.prompt.tools,
     )
-    result: CompressionResult | None = hermes.pm.hook.compress(
-        request=request, engine=hermes.engine()
-    )
+    result: CompressionResult | None = hermes.call_compress(request)
     if result is None or result.status != "compressed":
         log.info(
             "session %s: mid-turn view not compressed (%s)",

@@ -61,15 +61,15 @@ class CorePlugin:
     """The core's own hook implementations: the engine the calling host selected answers last.
 
     It keeps no host state: the host passes its engine with each call
-    (``pm.hook.compress(request=..., engine=hermes.engine())``), so one
-    instance serves every :class:`Hermes` built on a plugin manager.
+    (:meth:`Hermes.call_compress`), so one instance serves every
+    :class:`Hermes` built on a plugin manager.
     """
 
     @hookimpl(trylast=True)
     def compress(
-        self, request: CompressionRequest, engine: ContextEngine
+        self, request: CompressionRequest, engine: ContextEngine | None
     ) -> CompressionResult | None:
-        return engine.compress(request)
+        return engine.compress(request) if engine is not None else None
 
     @hookimpl(trylast=True)
     def select_context(
@@ -169,6 +169,24 @@ class Hermes:
                 engine.bind(EngineServices(self))
                 self._engine = engine
             return self._engine
+
+    def selected_engine(self) -> ContextEngine | None:
+        """:meth:`engine`, or None when no engine of the configured name is registered."""
+        if self.settings.compression.engine not in self.registry.names("engines"):
+            return None
+        return self.engine()
+
+    def call_compress(self, request: CompressionRequest) -> CompressionResult | None:
+        """Run the ``compress`` hook on this host's manager with the engine it selected.
+
+        A plugin answering first takes over; when nobody answers and the
+        configured engine is not registered, the error lists the registered ones.
+        """
+        engine = self.selected_engine()
+        result: CompressionResult | None = self.pm.hook.compress(request=request, engine=engine)
+        if result is None and engine is None:
+            self.engine()  # raises UnknownNameError naming the registered engines
+        return result
 
     def redactor(self) -> Redactor:
         """The redaction rules of every plugin (``redaction_rules``), built once.

@@ -237,9 +237,7 @@ def implemented_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
     return sorted(caller.name for caller in callers)
 
 
-def each_implementation(
-    pm: pluggy.PluginManager, hook: str
-) -> list[tuple[str, pluggy.HookCaller]]:
+def each_implementation(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, pluggy.HookCaller]]:
     """Per plugin implementing ``hook``, in hook order: its name and a caller for it alone.
 
     The caller runs through pluggy (``pm.subset_hook_caller``) with that one

@@ -346,7 +346,7 @@ def select_context(request: SelectRequest, engine: ContextEngine | None) -> list
 
 
 @hookspec(firstresult=True)
-def compress(request: CompressionRequest, engine: ContextEngine) -> CompressionResult | None:
+def compress(request: CompressionRequest, engine: ContextEngine | None) -> CompressionResult | None:
     """Rewrite the session's active context.
 
     The host that compresses calls this hook on its own plugin manager with
@@ -359,7 +359,9 @@ def compress(request: CompressionRequest, engine: ContextEngine) -> CompressionR
 
     :param request: the session's active view and the resolved settings.
     :param engine: the engine the calling host selected, bound to that
-        host's services.
+        host's services (None when no engine of that name is registered:
+        an implementation answering first still compresses, else the host
+        reports the unknown name).
     :return: the engine's result. First non-None result wins.
     """
 

@@ -325,3 +325,43 @@ def test_per_plugin_calls_follow_registration_changes() -> None:
     assert [owner for owner, _ in call_each(pm, "tool_schemas", context=None, settings=None)] == [
         "b"
     ]
+
+
+class AnswersCompress:
+    @hookimpl
+    def compress(self, request, engine):  # type: ignore[no-untyped-def]
+        return CompressionResult(status="aborted", engine="plugin", reason="plugin answered")
+
+
+def test_a_compress_hook_answers_even_when_no_engine_of_the_name_is_registered(
+    tmp_path: Path,
+) -> None:
+    from hermes_plugin_sqlite_store import plugin as sqlite_plugin
+
+    def session_of(*plugins: object) -> Any:
+        settings = settings_from(
+            {
+                "plugins": {"autoload": False},
+                "session": {"path": str(tmp_path / f"{len(plugins)}.db")},
+                "compression": {"engine": "nowhere"},
+            }
+        )
+        hermes = Hermes(settings, plugins=[("sqlite_store", sqlite_plugin), *plugins])
+        session = hermes.new_session(cwd=str(tmp_path))
+        with session.turn() as turn:
+            turn.prepare("hello")
+            turn.record_response({"role": "assistant", "content": "hi"})
+            turn.commit()
+        return hermes, session
+
+    hermes, session = session_of(AnswersCompress())
+    try:
+        assert session.compress().reason == "plugin answered"
+    finally:
+        hermes.close()
+    hermes, session = session_of()
+    try:
+        with pytest.raises(UnknownNameError, match="nowhere"):
+            session.compress()
+    finally:
+        hermes.close()
