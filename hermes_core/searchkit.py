@@ -124,6 +124,83 @@ def substring_relevance(text: str, terms: Iterable[str]) -> float:
     return 0.1 * weight / (1.0 + weight)
 
 
+#: a passage (:func:`passages`) is a line, or this many characters of a longer one
+PASSAGE_CHARS = 160
+
+
+def _pieces(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each passage of ``text``: its lines, long ones cut up."""
+    out = []
+    start = 0
+    for line in text.splitlines(keepends=True):
+        end = start + len(line)
+        while end - start > PASSAGE_CHARS:
+            out.append((start, start + PASSAGE_CHARS))
+            start += PASSAGE_CHARS
+        if end > start:
+            out.append((start, end))
+        start = end
+    return out
+
+
+def passages(text: str, terms: Iterable[str], limit: int) -> str:
+    """About ``limit`` characters of ``text``: its passages covering the most query terms.
+
+    The text is cut into passages (lines; a long line into pieces of
+    :data:`PASSAGE_CHARS`). Passages are taken best first: most distinct terms
+    covered (:class:`TermMatcher`), then earliest; each with the passage on
+    either side when room is left. They are shown in text order, a gap marked
+    ``…[N chars skipped]…`` (``…[N more chars]`` at the end). A text covering
+    no term shows its head and its tail (a command's output ends with its
+    verdict). The whole text when it fits.
+    """
+    if len(text) <= limit:
+        return text
+    matcher = TermMatcher(terms)
+    pieces = _pieces(text)
+    covered = [sum(matcher.covered(text[a:b])) for a, b in pieces]
+    chosen: set[int] = set()
+    used = 0
+
+    def take(i: int) -> bool:
+        nonlocal used
+        if i in chosen or not 0 <= i < len(pieces):
+            return True
+        size = pieces[i][1] - pieces[i][0]
+        if used + size > limit:
+            return False
+        chosen.add(i)
+        used += size
+        return True
+
+    order = sorted((i for i, c in enumerate(covered) if c), key=lambda i: (-covered[i], i))
+    for i in order:  # the best passages first, then their surroundings
+        if not take(i):
+            break
+    for i in order:
+        take(i - 1)
+        take(i + 1)
+    if not chosen:  # no term here: the head, then the tail
+        head = list(range(len(pieces)))
+        for i in head:
+            if used >= limit * 2 // 3 or not take(i):
+                break
+        for i in reversed(head):
+            if not take(i):
+                break
+    out = []
+    at = 0
+    for i in sorted(chosen):
+        a, b = pieces[i]
+        if a > at:
+            out.append(f"…[{a - at:,} chars skipped]…")
+        out.append(text[a:b])
+        at = b
+    if at < len(text):
+        out.append(f"…[{len(text) - at:,} more chars]")
+    return "".join(out)
+
+
 def snippet(text: str, terms: Iterable[str]) -> str:
     """About ``2 * SNIPPET_RADIUS`` characters of ``text`` around the first term found."""
     terms = tuple(terms)
