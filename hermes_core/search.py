@@ -92,7 +92,8 @@ def search_with_context(
     place already taken joins that place (its window widens) instead of
     counting again, and more hits are asked for until ``limit`` distinct
     places are filled or the store has no more. Hits on text a harness
-    injected (:attr:`Message.harness`) come after all others.
+    injected (:attr:`Message.harness`) and on compaction summaries (``kind
+    == "summary"``) come after all others.
 
     :param store: the session store to search.
     :param query: plain text (search syntax in it is text, never operators).
@@ -166,9 +167,10 @@ def _window(
     return [*shown_before, rows[at], *later[:neighbours]]
 
 
-def _is_harness(hit: SearchHit, rows: list[StoredMessage]) -> bool:
+def _second_hand(hit: SearchHit, rows: list[StoredMessage]) -> bool:
+    """Whether the hit is text a harness injected or a compaction summary."""
     row = next((r for r in rows if r.id == hit.message_id), None)
-    return row is not None and row.message.harness is not None
+    return row is not None and (row.message.harness is not None or row.message.kind == "summary")
 
 
 def _places(
@@ -180,8 +182,10 @@ def _places(
 ) -> list[_Place]:
     windows = [(hit, _window(store, hit, neighbours, include_compacted)) for hit in hits]
     # text a harness injected (reminders, its own compaction summaries) matches many
-    # queries and answers few: such hits come after every other one, in store order
-    windows.sort(key=lambda pair: _is_harness(*pair))
+    # queries and answers few, and our compaction summaries restate the messages they
+    # stand for (each summary again, so one fact fills every place): such hits come
+    # after every other one, in store order; the originals are the evidence
+    windows.sort(key=lambda pair: _second_hand(*pair))
     places: list[_Place] = []
     for hit, rows in windows:
         joined = next((p for p in places if p.overlaps(hit.session_id, rows)), None)

@@ -256,3 +256,53 @@ def test_harness_rows_come_after_the_others(tmp_path: Path) -> None:
         ]
     finally:
         store.close()
+
+
+ORIGINAL = "the deploy failed: E4711 " + " ".join(f"log{i}" for i in range(200))
+
+
+def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    store = SqliteSessionStore(str(tmp_path / "s.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        # the summary is short and dense, so the index alone ranks it above the original
+        summary = "- #6 deploy failed: E4711 (deploy failed)"
+
+        def summary_row() -> NewMessage:
+            return NewMessage.model_validate(
+                {
+                    "message": {
+                        "role": "user",
+                        "content": summary,
+                        "kind": "summary",
+                        "summary": {"progress": summary},
+                    }
+                }
+            )
+
+        store.append_messages(
+            sid,
+            [
+                summary_row(),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"n{i}"}})
+                    for i in range(4)
+                ),
+                NewMessage.model_validate({"message": {"role": "user", "content": ORIGINAL}}),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"m{i}"}})
+                    for i in range(4)
+                ),
+                summary_row(),
+            ],
+        )
+        places = search_with_context(store, "deploy failed", session_ids=[sid], limit=3)
+        kinds = [p.message.message.kind for p in places]
+        assert places[0].message.message.text() == ORIGINAL
+        assert kinds == ["message", "summary", "summary"]
+    finally:
+        store.close()
