@@ -47,6 +47,20 @@ _WORDISH = re.compile(r"\w", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 
 
+def searchable_text(content: str, calls: Iterable[tuple[str, str]], cap: int) -> str:
+    """The text of a message that search matches and snippets are cut from, in every store.
+
+    The content (its text parts), then, when there are tool calls, a newline
+    and each call's ``name arguments`` (raw JSON), one a line; cut to ``cap``
+    characters (``fts_index_cap``). Nothing else of the message (not a tool
+    result's ``name``) is searched, so a row is found, ranked and shown alike
+    by both stores.
+    """
+    pieces = [f"{name} {arguments}" for name, arguments in calls]
+    text = content + ("\n" + "\n".join(pieces) if pieces else "")
+    return text[:cap]
+
+
 def query_terms(query: str) -> tuple[str, ...]:
     """The terms of a user query (see the module docstring)."""
     seen: dict[str, None] = {}
