@@ -306,3 +306,32 @@ def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Pat
         assert kinds == ["message", "summary", "summary"]
     finally:
         store.close()
+
+
+def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    def msg(text: str) -> NewMessage:
+        return NewMessage.model_validate({"message": {"role": "user", "content": text}})
+
+    store = SqliteSessionStore(str(tmp_path / "d.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        rerun = "--- FAIL: TestReplicate (0.14s) replicate failed"
+        rows = store.append_messages(
+            sid,
+            [
+                msg(rerun),
+                *(msg(f"a{i}") for i in range(3)),
+                msg(rerun + "  "),  # the same output again (whitespace aside)
+                *(msg(f"b{i}") for i in range(3)),
+                msg("the replicate run failed on push: short pkt-line 4 " + "x " * 40),
+            ],
+        )
+        places = search_with_context(store, "replicate failed", session_ids=[sid], limit=2)
+        assert [p.message.message.text() for p in places][1].startswith("the replicate run")
+        assert sorted([places[0].hit.message_id, *places[0].duplicates]) == [rows[0].id, rows[4].id]
+    finally:
+        store.close()

@@ -196,7 +196,14 @@ class SessionSearchTool(_Budgeted):
         lines = [f"{len(results)} place(s) in this session's history match {query!r}, best first:"]
         shown: dict[int, int] = {}  # a message (or the one it copies) shown already -> as id
         for number, result in enumerate(results, 1):
-            lines.append(f"\n[{number}] around message #{result.message.id}")
+            also = ""
+            if result.duplicates:
+                also = (
+                    " (the same text also at "
+                    + ", ".join(f"#{i}" for i in result.duplicates[:5])
+                    + ")"
+                )
+            lines.append(f"\n[{number}] around message #{result.message.id}{also}")
             for row in result.window:
                 is_hit = any(hit.message_id == row.id for hit in result.hits)
                 mark = "» " if is_hit else "  "
