@@ -272,12 +272,12 @@ def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Pat
         # the summary is short and dense, so the index alone ranks it above the original
         summary = "- #6 deploy failed: E4711 (deploy failed)"
 
-        def summary_row() -> NewMessage:
+        def summary_row(n: int) -> NewMessage:
             return NewMessage.model_validate(
                 {
                     "message": {
                         "role": "user",
-                        "content": summary,
+                        "content": f"{summary} (summary {n})",
                         "kind": "summary",
                         "summary": {"progress": summary},
                     }
@@ -287,7 +287,7 @@ def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Pat
         store.append_messages(
             sid,
             [
-                summary_row(),
+                summary_row(1),
                 *(
                     NewMessage.model_validate({"message": {"role": "user", "content": f"n{i}"}})
                     for i in range(4)
@@ -297,7 +297,7 @@ def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Pat
                     NewMessage.model_validate({"message": {"role": "user", "content": f"m{i}"}})
                     for i in range(4)
                 ),
-                summary_row(),
+                summary_row(2),
             ],
         )
         places = search_with_context(store, "deploy failed", session_ids=[sid], limit=3)
