@@ -140,6 +140,8 @@ def substring_relevance(text: str, terms: Iterable[str]) -> float:
 
 #: a passage (:func:`passages`) is a line, or this many characters of a longer one
 PASSAGE_CHARS = 160
+#: a gap between passages this short is shown rather than marked
+GAP_SHOWN = 60
 
 
 def _pieces(text: str) -> list[tuple[int, int]]:
@@ -162,8 +164,9 @@ def passages(text: str, terms: Iterable[str], limit: int) -> str:
 
     The text is cut into passages (lines; a long line into pieces of
     :data:`PASSAGE_CHARS`). Passages are taken best first: most distinct terms
-    covered (:class:`TermMatcher`), then earliest; each with the passage on
-    either side when room is left. They are shown in text order, a gap marked
+    covered (:class:`TermMatcher`), then earliest; then, room left, the
+    passage after each, then the one before. They are shown in text order, a gap of up
+    to :data:`GAP_SHOWN` characters shown, a longer one marked
     ``…[N chars skipped]…`` (``…[N more chars]`` at the end). A text covering
     no term shows its head and its tail (a command's output ends with its
     verdict). The whole text when it fits.
@@ -188,12 +191,12 @@ def passages(text: str, terms: Iterable[str], limit: int) -> str:
         return True
 
     order = sorted((i for i, c in enumerate(covered) if c), key=lambda i: (-covered[i], i))
-    for i in order:  # the best passages first, then their surroundings
+    for i in order:  # the best passages first
         if not take(i):
             break
-    for i in order:
-        take(i - 1)
-        take(i + 1)
+    for step in (1, -1):  # then what follows each taken, then what precedes it
+        for i in [i for i in order if i in chosen]:
+            take(i + step)
     if not chosen:  # no term here: the head, then the tail
         head = list(range(len(pieces)))
         for i in head:
@@ -202,10 +205,17 @@ def passages(text: str, terms: Iterable[str], limit: int) -> str:
         for i in reversed(head):
             if not take(i):
                 break
+    if not chosen:  # not even one passage fits: the best one (or the head), cut
+        a, b = pieces[order[0]] if order else pieces[0]
+        cut = text[a : min(b, a + limit)]
+        before = f"…[{a:,} chars skipped]…" if a else ""
+        return f"{before}{cut}…[{len(text) - a - len(cut):,} more chars]"
     out = []
     at = 0
     for i in sorted(chosen):
         a, b = pieces[i]
+        if a - at <= GAP_SHOWN and out:  # a gap as short as its marker is shown
+            a = at
         if a > at:
             out.append(f"…[{a - at:,} chars skipped]…")
         out.append(text[a:b])

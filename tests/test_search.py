@@ -335,3 +335,22 @@ def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
         assert sorted([places[0].hit.message_id, *places[0].duplicates]) == [rows[0].id, rows[4].id]
     finally:
         store.close()
+
+
+def test_passages_pick_the_lines_covering_most_terms() -> None:
+    from hermes_core.searchkit import passages
+
+    lines = [f"line {i} of the listing" for i in range(300)]
+    lines[150] = "ok pkg/integration_test 71.643s"
+    lines[40] = "integration only"
+    text = "\n".join(lines)
+    shown = passages(text, ["integration_test", "pkg"], 200)
+    assert "ok pkg/integration_test 71.643s" in shown and len(shown) < 320
+    assert "chars skipped]" in shown and "more chars]" in shown
+    # no term: the head and the tail (a command's verdict is at its end)
+    plain = passages(text, ["absent"], 300)
+    assert plain.startswith("line 0 ") and "line 299 of the listing" in plain
+    # a room smaller than one passage still shows the best one, cut
+    tiny = passages("x" * 500 + "\n" + "needle " * 40, ["needle"], 50)
+    assert "needle" in tiny and len(tiny) < 120
+    assert passages("short", ["x"], 100) == "short"
