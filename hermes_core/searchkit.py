@@ -146,7 +146,7 @@ GAP_SHOWN = 60
 
 def _pieces(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each passage of ``text``: its lines, long ones cut up."""
-    out = []
+    out: list[tuple[int, int]] = []
     start = 0
     for line in text.splitlines(keepends=True):
         end = start + len(line)
@@ -210,7 +210,7 @@ def passages(text: str, terms: Iterable[str], limit: int) -> str:
         cut = text[a : min(b, a + limit)]
         before = f"…[{a:,} chars skipped]…" if a else ""
         return f"{before}{cut}…[{len(text) - a - len(cut):,} more chars]"
-    out = []
+    out: list[str] = []
     at = 0
     for i in sorted(chosen):
         a, b = pieces[i]
