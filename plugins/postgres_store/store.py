@@ -21,16 +21,26 @@ from hermes_core.storekit import (
     ROTATION_END_REASON,
     SUCCESSOR_SQL,
     check_blob_kind,
-    check_continuation,
+    check_blob_text,
+    check_compaction,
     check_count,
+    check_end_reason,
+    check_holder,
+    check_lease,
+    check_message_id,
+    check_message_ids,
     check_new_session,
+    check_record,
     check_search_scope,
     check_timeout,
     check_tool_pairing,
     check_ttl,
     check_update_fields,
     coerce_messages,
+    duplicate_session,
+    missing_messages,
     pairing_rows,
+    require_hashes,
 )
 from hermes_hookspecs.errors import (
     HermesError,
@@ -224,7 +234,7 @@ class PostgresSessionStore(SessionStore):
                 ),
             ).fetchone()
             if row is None:
-                raise StoreError(f"session {sid!r} already exists")
+                raise duplicate_session(sid)
             conn.execute("INSERT INTO leases (session_id) VALUES (%s)", (sid,))
         return session_from_row(row)
 
@@ -260,8 +270,6 @@ class PostgresSessionStore(SessionStore):
         from psycopg import sql
 
         check_update_fields(fields)
-        if not fields:
-            return self.get_session(session_id)
         sets: list[sql.Composable] = []
         values: list[Any] = []
         for key, value in fields.items():
@@ -276,14 +284,29 @@ class PostgresSessionStore(SessionStore):
             sql.SQL(", ").join(sets), sql.SQL(SESSION_COLUMNS)
         )
         with self._tx() as conn:
+            found = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+            if found is None:
+                raise NotFoundError(f"session {session_id!r} not found")
+            if not fields:
+                return session_from_row(found)
+            require_hashes(
+                fields,
+                lambda digest, kind: (
+                    conn.execute(
+                        "SELECT 1 FROM blobs WHERE digest = %s AND kind = %s", (digest, kind)
+                    ).fetchone()
+                    is not None
+                ),
+                "update_session: ",
+            )
             row = conn.execute(query, [*values, session_id]).fetchone()
-        if row is None:
-            raise NotFoundError(f"session {session_id!r} not found")
+        assert row is not None
         return session_from_row(row)
 
     def end_session(self, session_id: str, reason: str) -> SessionRecord:
-        if not isinstance(reason, str) or not reason or "\x00" in reason:
-            raise ValidationError(f"end reason must be a non-empty string, got {reason!r}")
+        check_end_reason(reason)
         with self._tx() as conn:
             row = conn.execute(
                 f"UPDATE sessions SET end_reason = %s, ended_at = {NOW}, updated_at = {NOW} "
@@ -301,12 +324,7 @@ class PostgresSessionStore(SessionStore):
     # -- blobs ------------------------------------------------------------------
     def put_blob(self, kind: BlobKind, text: str) -> str:
         check_blob_kind(kind)
-        if not isinstance(text, str):
-            raise ValidationError(f"blob text must be a str, got {type(text).__name__}")
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValidationError(f"blob text is not valid Unicode ({exc.reason})") from None
+        data = check_blob_text(text)
         digest = hashlib.sha256(data).hexdigest()
         with self._tx() as conn:
             conn.execute(
@@ -332,6 +350,7 @@ class PostgresSessionStore(SessionStore):
         lease: LeaseGrant | None = None,
     ) -> list[StoredMessage]:
         batch = coerce_messages(messages, "messages")
+        check_lease(lease)
         with self._tx() as conn:
             next_position, _ = lock_session(conn, session_id, "append messages to")
             leases.fence(conn, session_id, lease)
@@ -392,10 +411,7 @@ class PostgresSessionStore(SessionStore):
         return self._session_rows("session_id = %s", (session_id,), "id")
 
     def get_messages(self, message_ids: list[int]) -> list[StoredMessage]:
-        ids = list(message_ids)
-        for value in ids:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValidationError(f"message ids must be integers, got {value!r}")
+        ids = check_message_ids(message_ids)
         if not ids:
             return []
         with self._conn() as conn:
@@ -404,14 +420,15 @@ class PostgresSessionStore(SessionStore):
                 (sorted(set(ids)),),
             ).fetchall()
         found = {row[0]: message_from_row(row) for row in rows}
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise NotFoundError(f"no stored message with id(s) {missing}")
+        missing = missing_messages(ids, found)
+        if missing is not None:
+            raise missing
         return [found[i] for i in ids]
 
     def message_context(
         self, message_id: int, before: int = 2, after: int = 2
     ) -> list[StoredMessage]:
+        check_message_id(message_id)
         check_count(before, "before")
         check_count(after, "after")
         with self._conn() as conn:
@@ -441,21 +458,18 @@ class PostgresSessionStore(SessionStore):
         event: CompactionEvent | None = None,
         update: ContinuationUpdate | None = None,
     ) -> CompactionCommit:
-        batch = coerce_messages(new_active, "new_active")
-        check_count(watermark, "watermark")
-        update = check_continuation(update)
+        request = check_compaction(
+            new_active,
+            watermark=watermark,
+            in_place=in_place,
+            child=child,
+            event=event,
+            update=update,
+        )
+        check_lease(lease)
         with self._tx() as conn:
             return compaction.archive_and_compact(
-                conn,
-                session_id,
-                batch,
-                watermark=watermark,
-                lease=lease,
-                in_place=bool(in_place),
-                child=child,
-                event=event,
-                cap=self.fts_index_cap,
-                update=update,
+                conn, session_id, request, lease=lease, cap=self.fts_index_cap
             )
 
     # -- search -----------------------------------------------------------------
@@ -483,6 +497,7 @@ class PostgresSessionStore(SessionStore):
 
     # -- usage, prefix ledger, compaction events --------------------------------
     def record_usage(self, record: UsageRecord) -> None:
+        record = check_record(record, UsageRecord, "record_usage: record")
         u = record.usage
         with self._tx() as conn:
             done = conn.execute(
@@ -516,6 +531,7 @@ class PostgresSessionStore(SessionStore):
         return [usage_from_row(row) for row in rows]
 
     def record_prefix(self, entry: PrefixEntry) -> None:
+        entry = check_record(entry, PrefixEntry, "record_prefix: entry")
         with self._tx() as conn:
             done = conn.execute(
                 f"INSERT INTO prefix_ledger ({PREFIX_COLUMNS}) "
@@ -562,8 +578,7 @@ class PostgresSessionStore(SessionStore):
         *,
         timeout: float | None = None,
     ) -> LeaseGrant:
-        if not isinstance(holder, LeaseHolder):
-            raise ValidationError(f"holder must be a LeaseHolder, got {type(holder).__name__}")
+        holder = check_holder(holder)
         ttl = check_ttl(ttl)
         wait = check_timeout(timeout)
         with self._conn() as conn:
