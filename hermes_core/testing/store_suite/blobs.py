@@ -33,3 +33,10 @@ class BlobChecks(SuiteBase):
             store.get_blob("0" * 64)
         with pytest.raises(ValidationError):
             store.put_blob("nonsense", "text")  # type: ignore[arg-type, unused-ignore]
+
+    def test_blob_text_must_be_unicode(self, store: SessionStore) -> None:
+        # a lone surrogate cannot be encoded as UTF-8: no digest, nothing stored
+        with pytest.raises(ValidationError, match="blob text"):
+            store.put_blob("system_prompt", "half a pair \ud800")
+        with pytest.raises(ValidationError, match="blob text"):
+            store.put_blob("tools", b"[]")  # type: ignore[arg-type]

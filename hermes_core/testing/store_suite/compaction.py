@@ -272,3 +272,90 @@ class CompactionChecks(SuiteBase):
         store.append_messages(child, [user("the live session takes it")])
         assert store.continued_as(parent) == child
         assert store.continued_as(child) is None
+
+    # -- rules decided once for every store (issue 17) ---------------------------
+    def test_rotation_child_inherits_the_fields_it_leaves_empty(self, store: SessionStore) -> None:
+        parent = store.create_session(
+            NewSession(title="P", cwd="/w", goal="G", routing={"r": 1}, model="m", provider="prov")
+        ).id
+        prompt = store.put_blob("system_prompt", "the parent's prompt")
+        store.update_session(parent, system_prompt_hash=prompt)
+        old = store.append_messages(parent, [user("u1"), assistant("a1")])
+        commit = store.archive_and_compact(
+            parent,
+            [summary("s")],
+            watermark=old[-1].id,
+            in_place=False,
+            child=NewSession(title="P (continued)", model="m2"),  # the rest left empty
+        )
+        assert commit.child_session_id
+        child = store.get_session(commit.child_session_id)
+        assert (child.title, child.model) == ("P (continued)", "m2")  # set: kept
+        assert (child.cwd, child.goal, child.routing, child.provider) == (
+            "/w",
+            "G",
+            {"r": 1},
+            "prov",
+        )  # empty: the parent's
+        assert child.parent_id == parent and child.system_prompt_hash == prompt
+        assert child.compression_count == store.get_session(parent).compression_count + 1
+        bare = store.create_session(NewSession(title="B", cwd="/b", routing={"k": "v"})).id
+        rows = store.append_messages(bare, [user("u")])
+        again = store.archive_and_compact(
+            bare, [summary("s")], watermark=rows[-1].id, in_place=False
+        )
+        assert again.child_session_id
+        got = store.get_session(again.child_session_id)
+        assert (got.title, got.cwd, got.routing, got.parent_id) == ("B", "/b", {"k": "v"}, bare)
+
+    def test_rotation_refuses_a_foreign_parent_id(self, store: SessionStore) -> None:
+        parent = store.create_session(NewSession(title="P")).id
+        other = store.create_session(NewSession(title="someone else")).id
+        old = store.append_messages(parent, [user("u1"), assistant("a1")])
+        before = snapshot(store, parent)
+        listed = [s.id for s in store.list_sessions()]
+        with pytest.raises(ValidationError, match="parent_id"):
+            store.archive_and_compact(
+                parent,
+                [summary("s")],
+                watermark=old[-1].id,
+                in_place=False,
+                child=NewSession(title="P (continued)", parent_id=other),
+            )
+        assert snapshot(store, parent) == before
+        assert [s.id for s in store.list_sessions()] == listed
+        commit = store.archive_and_compact(  # naming the parent itself is fine
+            parent,
+            [summary("s")],
+            watermark=old[-1].id,
+            in_place=False,
+            child=NewSession(title="P (continued)", parent_id=parent),
+        )
+        assert commit.child_session_id
+        assert store.get_session(commit.child_session_id).parent_id == parent
+
+    def test_child_only_with_rotation(self, store: SessionStore, session_id: str) -> None:
+        rows = store.append_messages(session_id, [user("u1"), assistant("a1")])
+        before = snapshot(store, session_id)
+        with pytest.raises(ValidationError, match="child"):
+            store.archive_and_compact(
+                session_id, [summary("s")], watermark=rows[-1].id, child=NewSession(title="C")
+            )
+        assert snapshot(store, session_id) == before
+
+    def test_rotation_into_a_taken_id_refused(self, store: SessionStore) -> None:
+        parent = store.create_session(NewSession(title="P")).id
+        store.create_session(NewSession(id="taken-child", title="already here"))
+        old = store.append_messages(parent, [user("u1"), assistant("a1")])
+        before = snapshot(store, parent)
+        with pytest.raises(ValidationError, match="'taken-child' already exists"):
+            store.archive_and_compact(
+                parent,
+                [summary("s")],
+                watermark=old[-1].id,
+                in_place=False,
+                child=NewSession(id="taken-child"),
+            )
+        assert snapshot(store, parent) == before
+        assert store.get_session("taken-child").title == "already here"
+        assert store.active_messages("taken-child") == []

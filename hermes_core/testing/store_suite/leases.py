@@ -26,6 +26,7 @@ from hermes_hookspecs import (
     LeaseLost,
     NotFoundError,
     SessionStore,
+    ValidationError,
 )
 
 from .base import StoreFactory, SuiteBase
@@ -282,6 +283,23 @@ class LeaseChecks(SuiteBase):
         assert store.current_lease(session_id) is None
         with pytest.raises(NotFoundError):
             store.acquire_lease("no-such-session", LeaseHolder(name="a"), 30)
+
+    # -- rules decided once for every store (issue 17) ---------------------------
+    def test_lease_arguments_checked_alike(self, store: SessionStore, session_id: str) -> None:
+        for timeout in (True, -0.5, "1", float("nan")):
+            with pytest.raises(ValidationError, match="timeout"):
+                store.acquire_lease(session_id, LeaseHolder(name="a"), 30, timeout=timeout)  # type: ignore[arg-type]
+        for ttl in (True, float("nan"), 10**9):
+            with pytest.raises(ValidationError, match="ttl"):
+                store.acquire_lease(session_id, LeaseHolder(name="a"), ttl)
+        with pytest.raises(ValidationError, match="holder"):
+            store.acquire_lease(session_id, "a", 30)  # type: ignore[arg-type]
+        assert store.current_lease(session_id) is None
+
+    def test_current_lease_of_an_unknown_session_not_found(self, store: SessionStore) -> None:
+        # a misspelt session id must not look like a free session
+        with pytest.raises(NotFoundError):
+            store.current_lease("no-such-session")
 
     def _spawn(self, target: Callable[..., None], *args: Any) -> tuple[Any, Any]:
         if not self.multiprocess:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hermes_hookspecs import (
     PrefixEntry,
     SessionStore,
     Usage,
     UsageRecord,
+    ValidationError,
 )
 
 from .base import SuiteBase
@@ -54,3 +57,18 @@ class LedgerChecks(SuiteBase):
             (2, "compaction"),
         ]
         assert got[1].provider_cached_tokens == 64 and got[0].provider_cached_tokens is None
+
+    def test_records_must_be_records(self, store: SessionStore, session_id: str) -> None:
+        with pytest.raises(ValidationError, match="record_usage"):
+            store.record_usage("100 tokens")  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="record_prefix"):
+            store.record_prefix(object())  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="turn_id"):
+            store.record_usage(
+                UsageRecord(session_id=session_id, turn_id="t\x00", usage=Usage(input_tokens=1))
+            )
+        with pytest.raises(ValidationError, match="model"):
+            store.record_usage(
+                UsageRecord(session_id=session_id, usage=Usage(input_tokens=1, model="m\x00"))
+            )
+        assert store.usage(session_id) == [] and store.prefix_entries(session_id) == []

@@ -7,6 +7,8 @@ import json
 import pytest
 
 from hermes_hookspecs import (
+    LeaseBusy,
+    LeaseHolder,
     Message,
     NewMessage,
     NewSession,
@@ -194,3 +196,44 @@ class MessageChecks(SuiteBase):
         assert [m.id for m in edge] == [mine[0].id]
         with pytest.raises(NotFoundError):
             store.message_context(10**12)
+
+    # -- rules decided once for every store (issue 17) ---------------------------
+    def test_empty_append_still_checks_the_session(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        with pytest.raises(NotFoundError):
+            store.append_messages("no-such-session", [])
+        grant = store.acquire_lease(session_id, LeaseHolder(name="a"), 30)
+        with pytest.raises(LeaseBusy):  # a write without the lease is refused, empty or not
+            store.append_messages(session_id, [])
+        assert store.append_messages(session_id, [], lease=grant) == []
+
+    def test_lease_argument_must_be_a_grant(self, store: SessionStore, session_id: str) -> None:
+        before = snapshot(store, session_id)
+        with pytest.raises(ValidationError, match="lease"):
+            store.append_messages(session_id, [user("x")], lease="token 1")  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="lease"):
+            store.archive_and_compact(
+                session_id,
+                [summary("s")],
+                watermark=0,
+                lease={"token": 1},  # type: ignore[arg-type]
+            )
+        assert snapshot(store, session_id) == before
+
+    def test_turn_id_with_nul_refused(self, store: SessionStore, session_id: str) -> None:
+        with pytest.raises(ValidationError, match="turn_id"):
+            store.append_messages(session_id, [user("ok"), user("x", turn_id="t\x001")])
+        assert store.active_messages(session_id) == []
+
+    def test_message_reads_refuse_bad_arguments(self, store: SessionStore, session_id: str) -> None:
+        (row,) = store.append_messages(session_id, [user("only")])
+        for bad in ({"before": -1}, {"after": -2}, {"before": "2"}, {"after": 1.5}):
+            with pytest.raises(ValidationError, match=r"before|after"):
+                store.message_context(row.id, **bad)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="message id"):
+            store.message_context(str(row.id))  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="message id"):
+            store.get_messages([row.id, "7"])  # type: ignore[list-item]
+        with pytest.raises(NotFoundError, match=str(row.id + 1000)):
+            store.get_messages([row.id, row.id + 1000])

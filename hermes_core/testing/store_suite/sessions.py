@@ -146,3 +146,48 @@ class SessionChecks(SuiteBase):
         assert again.end_reason == "compression" and again.ended_at == first.ended_at
         stored = store.get_session(session_id)
         assert (stored.end_reason, stored.ended_at) == ("compression", first.ended_at)
+
+    # -- rules decided once for every store (issue 17) ---------------------------
+    def test_duplicate_session_id_is_a_validation_error(self, store: SessionStore) -> None:
+        store.create_session(NewSession(id="taken", title="original"))
+        before = snapshot(store, "taken")
+        with pytest.raises(ValidationError, match="'taken' already exists"):
+            store.create_session(NewSession(id="taken", title="impostor"))
+        assert snapshot(store, "taken") == before
+
+    def test_session_text_with_nul_refused(self, store: SessionStore, session_id: str) -> None:
+        before = snapshot(store, session_id)
+        listed = [s.id for s in store.list_sessions()]
+        for bad in (NewSession(title="a\x00b"), NewSession(goal="\x00"), NewSession(id="  ")):
+            with pytest.raises(ValidationError):
+                store.create_session(bad)
+        with pytest.raises(ValidationError, match="title"):
+            store.update_session(session_id, title="nul\x00here")
+        with pytest.raises(ValidationError, match="end reason"):
+            store.end_session(session_id, "user\x00")
+        assert snapshot(store, session_id) == before
+        assert [s.id for s in store.list_sessions()] == listed
+
+    def test_session_routing_must_be_json(self, store: SessionStore, session_id: str) -> None:
+        before = snapshot(store, session_id)
+        with pytest.raises(ValidationError, match="routing"):
+            store.create_session(NewSession(routing={"x": object()}))
+        with pytest.raises(ValidationError, match="routing"):
+            store.update_session(session_id, routing={"x": object()})
+        with pytest.raises(ValidationError, match="routing"):
+            store.update_session(session_id, routing={"x": "\ud800"})
+        assert snapshot(store, session_id) == before
+
+    def test_update_session_hashes_name_stored_blobs_of_their_kind(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        prompt = store.put_blob("system_prompt", "You are the suite.")
+        before = snapshot(store, session_id)
+        with pytest.raises(ValidationError, match="system_prompt_hash"):
+            store.update_session(session_id, system_prompt_hash="0" * 64)
+        with pytest.raises(ValidationError, match="tools_hash"):  # a blob, of the other kind
+            store.update_session(session_id, title="changed", tools_hash=prompt)
+        assert snapshot(store, session_id) == before
+        assert store.update_session(session_id, system_prompt_hash=prompt).system_prompt_hash == (
+            prompt
+        )
