@@ -262,6 +262,10 @@ class SqliteSessionStore(SessionStore):
         pairs = pairing_rows(batch)
 
         def body(conn: sqlite3.Connection) -> list[StoredMessage]:
+            if not batch:  # nothing to write, but the same refusals as a write
+                sessions.check_open(conn, session_id, "append messages to")
+                leases.fence(conn, session_id, lease)
+                return []
             now = time.time()
             # reserve the positions first (one statement); a refusal below rolls it back
             reserved = conn.execute(
@@ -274,8 +278,6 @@ class SqliteSessionStore(SessionStore):
             position = int(reserved[0][0]) - len(batch)
             sessions.check_open(conn, session_id, "append messages to")
             leases.fence(conn, session_id, lease)
-            if not batch:
-                return []
             check_tool_pairing(pairs, lambda ids: message_rows.known_calls(conn, session_id, ids))
             return message_rows.insert(conn, session_id, position, batch, now, self.fts_index_cap)
 

@@ -203,10 +203,12 @@ class MessageChecks(SuiteBase):
     ) -> None:
         with pytest.raises(NotFoundError):
             store.append_messages("no-such-session", [])
+        before = store.get_session(session_id)
         grant = store.acquire_lease(session_id, LeaseHolder(name="a"), 30)
         with pytest.raises(LeaseBusy):  # a write without the lease is refused, empty or not
             store.append_messages(session_id, [])
         assert store.append_messages(session_id, [], lease=grant) == []
+        assert store.get_session(session_id) == before  # and nothing was written
 
     def test_lease_argument_must_be_a_grant(self, store: SessionStore, session_id: str) -> None:
         before = snapshot(store, session_id)
