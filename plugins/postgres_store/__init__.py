@@ -16,12 +16,19 @@ from hermes_hookspecs import hookimpl
 from .connection import require_dsn
 from .store import PostgresSessionStore
 
-__all__ = ["PostgresSessionStore", "holder_is_dead", "open_from_settings"]
+__all__ = ["PostgresSessionStore", "holder_is_dead", "open_from_settings", "store_options"]
 
 
 def open_from_settings(settings: Any) -> PostgresSessionStore:
     """The store for :class:`hermes_core.config.Settings` (``session.postgres_dsn``)."""
-    return PostgresSessionStore(require_dsn(settings.session.postgres_dsn))
+    return PostgresSessionStore(
+        require_dsn(settings.session.postgres_dsn), **store_options(settings)
+    )
+
+
+def store_options(settings: Any) -> dict[str, Any]:
+    """The store's options from the settings (``session.fts_index_cap``, as the SQLite store)."""
+    return {"fts_index_cap": settings.session.fts_index_cap}
 
 
 @hookimpl

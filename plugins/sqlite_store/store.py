@@ -110,8 +110,7 @@ class SqliteSessionStore(SessionStore):
         readers: int = 4,
         logger: logging.Logger | None = None,
     ) -> None:
-        if not isinstance(fts_index_cap, int) or fts_index_cap < 0:
-            raise StoreError(f"fts_index_cap must be an integer >= 0, got {fts_index_cap!r}")
+        check_count(fts_index_cap, "fts_index_cap", minimum=1)  # as every store (storekit)
         if journal not in ("auto", "wal", "rollback"):
             raise StoreError(f"journal must be 'auto', 'wal' or 'rollback', got {journal!r}")
         if synchronous not in ("NORMAL", "FULL"):
