@@ -353,6 +353,13 @@ def check_lease(lease: Any) -> LeaseGrant | None:
     return lease
 
 
+def check_grant(lease: Any) -> LeaseGrant:
+    """The ``lease`` of ``renew_lease``/``release_lease``: a :class:`LeaseGrant`."""
+    if not isinstance(lease, LeaseGrant):
+        raise ValidationError(f"lease must be a LeaseGrant, got {type(lease).__name__}")
+    return lease
+
+
 def check_ttl(ttl: Any) -> float:
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
         raise ValidationError(f"lease ttl must be a positive number of seconds, got {ttl!r}")

@@ -25,6 +25,7 @@ from hermes_core.storekit import (
     check_compaction,
     check_count,
     check_end_reason,
+    check_grant,
     check_holder,
     check_lease,
     check_message_id,
@@ -590,11 +591,13 @@ class PostgresSessionStore(SessionStore):
             return leases.wait_for_grant(conn, self.channel, session_id, holder, ttl, wait)
 
     def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant:
+        lease = check_grant(lease)
         ttl = check_ttl(ttl)
         with self._conn() as conn:
             return leases.renew(conn, lease, ttl)
 
     def release_lease(self, lease: LeaseGrant) -> None:
+        lease = check_grant(lease)
         with self._conn() as conn:
             leases.release(conn, self.channel, lease)
 

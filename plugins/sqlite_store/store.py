@@ -18,6 +18,7 @@ from hermes_core.storekit import (
     check_compaction,
     check_count,
     check_end_reason,
+    check_grant,
     check_holder,
     check_lease,
     check_message_id,
@@ -420,10 +421,12 @@ class SqliteSessionStore(SessionStore):
         return leases.acquire(self._db, session_id, check_holder(holder), ttl, timeout)
 
     def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant:
+        lease = check_grant(lease)
         ttl = check_ttl(ttl)
         return self._db.write(lambda conn: leases.renew(conn, lease, ttl))
 
     def release_lease(self, lease: LeaseGrant) -> None:
+        lease = check_grant(lease)
         self._db.write(lambda conn: leases.release(conn, lease))
 
     def current_lease(self, session_id: str) -> LeaseGrant | None:

@@ -29,8 +29,9 @@ from hermes_hookspecs import (
     ValidationError,
 )
 
-from .base import StoreFactory, SuiteBase
+from .base import SuiteBase
 from .helpers import (
+    StoreFactory,
     dead_pid,
     snapshot,
     summary,
@@ -294,6 +295,14 @@ class LeaseChecks(SuiteBase):
                 store.acquire_lease(session_id, LeaseHolder(name="a"), ttl)
         with pytest.raises(ValidationError, match="holder"):
             store.acquire_lease(session_id, "a", 30)  # type: ignore[arg-type]
+        grant = store.acquire_lease(session_id, LeaseHolder(name="a"), 30)
+        with pytest.raises(ValidationError, match="lease"):
+            store.renew_lease(grant.token, 30)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="lease"):
+            store.release_lease(None)  # type: ignore[arg-type]
+        current = store.current_lease(session_id)
+        assert current is not None and current.token == grant.token  # untouched
+        store.release_lease(grant)
         assert store.current_lease(session_id) is None
 
     def test_current_lease_of_an_unknown_session_not_found(self, store: SessionStore) -> None:

@@ -19,8 +19,9 @@ from hermes_hookspecs import (
     ValidationError,
 )
 
-from .base import StoreFactory, SuiteBase
+from .base import SuiteBase
 from .helpers import (
+    StoreFactory,
     assistant,
     snapshot,
     summary,
@@ -232,7 +233,7 @@ class MessageChecks(SuiteBase):
         (row,) = store.append_messages(session_id, [user("only")])
         for bad in ({"before": -1}, {"after": -2}, {"before": "2"}, {"after": 1.5}):
             with pytest.raises(ValidationError, match=r"before|after"):
-                store.message_context(row.id, **bad)  # type: ignore[arg-type]
+                store.message_context(row.id, **bad)
         with pytest.raises(ValidationError, match="message id"):
             store.message_context(str(row.id))  # type: ignore[arg-type]
         with pytest.raises(ValidationError, match="message id"):
