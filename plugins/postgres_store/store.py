@@ -66,7 +66,7 @@ from hermes_hookspecs.records import (
 )
 from hermes_hookspecs.store import BlobKind, SessionStore
 
-from . import compaction, leases, search
+from . import compaction, leases, ledgers, search
 from .connection import (
     check_schema_name,
     connect_once,
@@ -77,16 +77,11 @@ from .connection import (
 )
 from .migrations import ensure_trigram, migrate
 from .rows import (
-    EVENT_COLUMNS,
     MESSAGE_COLUMNS,
-    PREFIX_COLUMNS,
     SESSION_COLUMNS,
     encode_json,
-    event_from_row,
     message_from_row,
-    prefix_from_row,
     session_from_row,
-    usage_from_row,
 )
 from .writes import insert_messages, known_calls, lock_session, origin_roots
 
@@ -498,77 +493,26 @@ class PostgresSessionStore(SessionStore):
 
     # -- usage, prefix ledger, compaction events --------------------------------
     def record_usage(self, record: UsageRecord) -> None:
-        record = check_record(record, UsageRecord, "record_usage: record")
-        u = record.usage
+        checked = check_record(record, UsageRecord, "record_usage: record")
         with self._tx() as conn:
-            done = conn.execute(
-                "INSERT INTO usage_records (session_id, turn_id, input_tokens, output_tokens, "
-                "cache_read_tokens, cache_write_tokens, reasoning_tokens, model, created_at) "
-                f"SELECT id, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}) "
-                "FROM sessions WHERE id = %s RETURNING 1",
-                (
-                    record.turn_id,
-                    u.input_tokens,
-                    u.output_tokens,
-                    u.cache_read_tokens,
-                    u.cache_write_tokens,
-                    u.reasoning_tokens,
-                    u.model,
-                    record.created_at,
-                    record.session_id,
-                ),
-            ).fetchone()
-        if done is None:
-            raise NotFoundError(f"session {record.session_id!r} not found")
+            ledgers.record_usage(conn, checked)
 
     def usage(self, session_id: str) -> list[UsageRecord]:
         with self._conn() as conn:
-            rows = conn.execute(
-                "SELECT session_id, turn_id, input_tokens, output_tokens, cache_read_tokens, "
-                "cache_write_tokens, reasoning_tokens, model, created_at FROM usage_records "
-                "WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            ).fetchall()
-        return [usage_from_row(row) for row in rows]
+            return ledgers.usage(conn, session_id)
 
     def record_prefix(self, entry: PrefixEntry) -> None:
-        entry = check_record(entry, PrefixEntry, "record_prefix: entry")
+        checked = check_record(entry, PrefixEntry, "record_prefix: entry")
         with self._tx() as conn:
-            done = conn.execute(
-                f"INSERT INTO prefix_ledger ({PREFIX_COLUMNS}) "
-                f"SELECT id, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}) "
-                "FROM sessions WHERE id = %s RETURNING 1",
-                (
-                    entry.request_index,
-                    entry.request_hash,
-                    entry.request_tokens,
-                    entry.shared_prefix_hash,
-                    entry.shared_prefix_tokens,
-                    entry.previous_tokens,
-                    entry.break_reason,
-                    entry.provider_cached_tokens,
-                    entry.created_at,
-                    entry.session_id,
-                ),
-            ).fetchone()
-        if done is None:
-            raise NotFoundError(f"session {entry.session_id!r} not found")
+            ledgers.record_prefix(conn, checked)
 
     def prefix_entries(self, session_id: str) -> list[PrefixEntry]:
         with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {PREFIX_COLUMNS} FROM prefix_ledger WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            ).fetchall()
-        return [prefix_from_row(row) for row in rows]
+            return ledgers.prefix_entries(conn, session_id)
 
     def compaction_events(self, session_id: str) -> list[CompactionEvent]:
         with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {EVENT_COLUMNS} FROM compaction_events WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            ).fetchall()
-        return [event_from_row(row) for row in rows]
+            return ledgers.compaction_events(conn, session_id)
 
     # -- turn leases --------------------------------------------------------------
     def acquire_lease(
