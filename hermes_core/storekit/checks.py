@@ -184,8 +184,10 @@ def origin_roots(
         returns ``{id: coalesce(origin_root, id)}`` for the stored ones (one query).
     :raises ValidationError: an ``origin_id`` names no stored message.
     """
-    wanted = sorted({new.origin_id for new in batch if new.origin_id is not None})
-    roots = lookup(wanted) if wanted else {}
+    wanted = {new.origin_id for new in batch if new.origin_id is not None}
+    if not wanted:
+        return [None] * len(batch)
+    roots = lookup(sorted(wanted))
     out: list[int | None] = []
     for index, new in enumerate(batch):
         if new.origin_id is not None and new.origin_id not in roots:
