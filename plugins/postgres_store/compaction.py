@@ -165,17 +165,19 @@ def archive_and_compact(
                 "UPDATE messages SET active = false, compacted = true WHERE id = ANY(%s::bigint[])",
                 (plan.retire,),
             )
+        # the parent ends before the child is created, so the child (the live session) is the
+        # more recently updated of the two and lists first, as in every store
+        conn.execute(
+            f"UPDATE sessions SET end_reason = 'compression', ended_at = {NOW}, "
+            f"updated_at = {NOW} WHERE id = %s AND {END_ONCE_SQL}",
+            (session_id,),
+        )
         _create_child(
             conn,
             plan.child,
             (plan.child_system_prompt_hash, plan.child_tools_hash),
             plan.compression_count,
             plan.next_position,
-        )
-        conn.execute(
-            f"UPDATE sessions SET end_reason = 'compression', ended_at = {NOW}, "
-            f"updated_at = {NOW} WHERE id = %s AND {END_ONCE_SQL}",
-            (session_id,),
         )
     inserted = insert_messages(
         conn,

@@ -308,6 +308,16 @@ class CompactionChecks(SuiteBase):
         got = store.get_session(again.child_session_id)
         assert (got.title, got.cwd, got.routing, got.parent_id) == ("B", "/b", {"k": "v"}, bare)
 
+    def test_rotation_lists_the_child_before_its_parent(self, store: SessionStore) -> None:
+        # the child is the live continuation: the most recently updated of the two
+        parent = store.create_session(NewSession(title="P")).id
+        old = store.append_messages(parent, [user("u1"), assistant("a1")])
+        commit = store.archive_and_compact(
+            parent, [summary("s")], watermark=old[-1].id, in_place=False
+        )
+        listed = [s.id for s in store.list_sessions(limit=2)]
+        assert listed == [commit.child_session_id, parent]
+
     def test_rotation_refuses_a_foreign_parent_id(self, store: SessionStore) -> None:
         parent = store.create_session(NewSession(title="P")).id
         other = store.create_session(NewSession(title="someone else")).id
