@@ -318,6 +318,15 @@ def check_record(value: Any, model: type[ModelT], what: str) -> ModelT:
     return record
 
 
+def check_session_id(value: Any) -> str:
+    """A session id argument: a string (a misspelt type is bad input, not an unknown session)."""
+    if not isinstance(value, str):
+        raise ValidationError(
+            f"session id must be a string, got {type(value).__name__}: {value!r:.80}"
+        )
+    return value
+
+
 def check_message_id(value: Any, what: str = "message id") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{what} must be an integer, got {value!r:.80}")

@@ -33,6 +33,7 @@ from hermes_core.storekit import (
     check_new_session,
     check_record,
     check_search_scope,
+    check_session_id,
     check_timeout,
     check_tool_pairing,
     check_ttl,
@@ -235,6 +236,7 @@ class PostgresSessionStore(SessionStore):
         return session_from_row(row)
 
     def get_session(self, session_id: str) -> SessionRecord:
+        check_session_id(session_id)
         with self._conn() as conn:
             row = conn.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
@@ -255,6 +257,7 @@ class PostgresSessionStore(SessionStore):
         return [session_from_row(row) for row in rows]
 
     def continued_as(self, session_id: str) -> str | None:
+        check_session_id(session_id)
         record = self.get_session(session_id)
         if record.end_reason != ROTATION_END_REASON:
             return None
@@ -263,6 +266,7 @@ class PostgresSessionStore(SessionStore):
         return str(child[0]) if child else None
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
+        check_session_id(session_id)
         from psycopg import sql
 
         check_update_fields(fields)
@@ -302,6 +306,7 @@ class PostgresSessionStore(SessionStore):
         return session_from_row(row)
 
     def end_session(self, session_id: str, reason: str) -> SessionRecord:
+        check_session_id(session_id)
         check_end_reason(reason)
         with self._tx() as conn:
             row = conn.execute(
@@ -345,6 +350,7 @@ class PostgresSessionStore(SessionStore):
         *,
         lease: LeaseGrant | None = None,
     ) -> list[StoredMessage]:
+        check_session_id(session_id)
         batch = coerce_messages(messages, "messages")
         check_lease(lease)
         with self._tx() as conn:
@@ -401,9 +407,11 @@ class PostgresSessionStore(SessionStore):
         return [message_from_row(row) for row in rows]
 
     def active_messages(self, session_id: str) -> list[StoredMessage]:
+        check_session_id(session_id)
         return self._session_rows("session_id = %s AND active", (session_id,), "position")
 
     def all_messages(self, session_id: str) -> list[StoredMessage]:
+        check_session_id(session_id)
         return self._session_rows("session_id = %s", (session_id,), "id")
 
     def get_messages(self, message_ids: list[int]) -> list[StoredMessage]:
@@ -454,6 +462,7 @@ class PostgresSessionStore(SessionStore):
         event: CompactionEvent | None = None,
         update: ContinuationUpdate | None = None,
     ) -> CompactionCommit:
+        check_session_id(session_id)
         request = check_compaction(
             new_active,
             watermark=watermark,
@@ -498,6 +507,7 @@ class PostgresSessionStore(SessionStore):
             ledgers.record_usage(conn, checked)
 
     def usage(self, session_id: str) -> list[UsageRecord]:
+        check_session_id(session_id)
         with self._conn() as conn:
             return ledgers.usage(conn, session_id)
 
@@ -507,10 +517,12 @@ class PostgresSessionStore(SessionStore):
             ledgers.record_prefix(conn, checked)
 
     def prefix_entries(self, session_id: str) -> list[PrefixEntry]:
+        check_session_id(session_id)
         with self._conn() as conn:
             return ledgers.prefix_entries(conn, session_id)
 
     def compaction_events(self, session_id: str) -> list[CompactionEvent]:
+        check_session_id(session_id)
         with self._conn() as conn:
             return ledgers.compaction_events(conn, session_id)
 
@@ -523,6 +535,7 @@ class PostgresSessionStore(SessionStore):
         *,
         timeout: float | None = None,
     ) -> LeaseGrant:
+        check_session_id(session_id)
         holder = check_holder(holder)
         ttl = check_ttl(ttl)
         wait = check_timeout(timeout)
@@ -546,6 +559,7 @@ class PostgresSessionStore(SessionStore):
             leases.release(conn, self.channel, lease)
 
     def current_lease(self, session_id: str) -> LeaseGrant | None:
+        check_session_id(session_id)
         with self._conn() as conn:
             return leases.current(conn, session_id)
 

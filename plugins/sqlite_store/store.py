@@ -26,6 +26,7 @@ from hermes_core.storekit import (
     check_new_session,
     check_record,
     check_search_scope,
+    check_session_id,
     check_tool_pairing,
     check_ttl,
     check_update_fields,
@@ -184,6 +185,7 @@ class SqliteSessionStore(SessionStore):
         return self._db.write(body)
 
     def get_session(self, session_id: str) -> SessionRecord:
+        check_session_id(session_id)
         with self._db.read() as conn:
             return sessions.load(conn, session_id)
 
@@ -199,12 +201,14 @@ class SqliteSessionStore(SessionStore):
         return [session_from_row(row) for row in rows]
 
     def continued_as(self, session_id: str) -> str | None:
+        check_session_id(session_id)
         with self._db.read() as conn:
             if sessions.load(conn, session_id).end_reason != ROTATION_END_REASON:
                 return None
             return sessions.successor(conn, session_id)
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
+        check_session_id(session_id)
         check_update_fields(fields)
 
         def body(conn: sqlite3.Connection) -> SessionRecord:
@@ -221,6 +225,7 @@ class SqliteSessionStore(SessionStore):
         return self._db.write(body)
 
     def end_session(self, session_id: str, reason: str) -> SessionRecord:
+        check_session_id(session_id)
         check_end_reason(reason)
 
         def body(conn: sqlite3.Connection) -> SessionRecord:
@@ -257,6 +262,7 @@ class SqliteSessionStore(SessionStore):
         *,
         lease: LeaseGrant | None = None,
     ) -> list[StoredMessage]:
+        check_session_id(session_id)
         batch = coerce_messages(messages)
         check_lease(lease)
         pairs = pairing_rows(batch)
@@ -284,6 +290,7 @@ class SqliteSessionStore(SessionStore):
         return self._db.write(body)
 
     def active_messages(self, session_id: str) -> list[StoredMessage]:
+        check_session_id(session_id)
         with self._db.read() as conn:
             sessions.require(conn, session_id)
             return message_rows.select(
@@ -332,6 +339,7 @@ class SqliteSessionStore(SessionStore):
         return [*reversed(earlier), *rest]
 
     def all_messages(self, session_id: str) -> list[StoredMessage]:
+        check_session_id(session_id)
         with self._db.read() as conn:
             sessions.require(conn, session_id)
             return message_rows.select(conn, "session_id = ? ORDER BY id", (session_id,))
@@ -349,6 +357,7 @@ class SqliteSessionStore(SessionStore):
         event: CompactionEvent | None = None,
         update: ContinuationUpdate | None = None,
     ) -> CompactionCommit:
+        check_session_id(session_id)
         request = check_compaction(
             new_active,
             watermark=watermark,
@@ -394,6 +403,7 @@ class SqliteSessionStore(SessionStore):
         self._db.write(lambda conn: ledgers.record_usage(conn, checked))
 
     def usage(self, session_id: str) -> list[UsageRecord]:
+        check_session_id(session_id)
         with self._db.read() as conn:
             return ledgers.usage(conn, session_id)
 
@@ -402,10 +412,12 @@ class SqliteSessionStore(SessionStore):
         self._db.write(lambda conn: ledgers.record_prefix(conn, checked))
 
     def prefix_entries(self, session_id: str) -> list[PrefixEntry]:
+        check_session_id(session_id)
         with self._db.read() as conn:
             return ledgers.prefix_entries(conn, session_id)
 
     def compaction_events(self, session_id: str) -> list[CompactionEvent]:
+        check_session_id(session_id)
         with self._db.read() as conn:
             return ledgers.compaction_events(conn, session_id)
 
@@ -418,6 +430,7 @@ class SqliteSessionStore(SessionStore):
         *,
         timeout: float | None = None,
     ) -> LeaseGrant:
+        check_session_id(session_id)
         return leases.acquire(self._db, session_id, check_holder(holder), ttl, timeout)
 
     def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant:
@@ -430,6 +443,7 @@ class SqliteSessionStore(SessionStore):
         self._db.write(lambda conn: leases.release(conn, lease))
 
     def current_lease(self, session_id: str) -> LeaseGrant | None:
+        check_session_id(session_id)
         with self._db.read() as conn:
             return leases.current(conn, session_id)
 

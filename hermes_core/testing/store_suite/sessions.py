@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from hermes_hookspecs import (
     HermesError,
+    LeaseHolder,
     NewSession,
     NotFoundError,
     SessionStore,
@@ -191,3 +194,26 @@ class SessionChecks(SuiteBase):
         assert store.update_session(session_id, system_prompt_hash=prompt).system_prompt_hash == (
             prompt
         )
+
+    def test_session_id_must_be_a_string(self, store: SessionStore) -> None:
+        # a wrong type is bad input, not an unknown session (nor a driver error)
+        calls: dict[str, Callable[[Any], object]] = {
+            "get_session": lambda bad: store.get_session(bad),
+            "continued_as": lambda bad: store.continued_as(bad),
+            "update_session": lambda bad: store.update_session(bad, title="x"),
+            "end_session": lambda bad: store.end_session(bad, "user"),
+            "append_messages": lambda bad: store.append_messages(bad, [user("x")]),
+            "active_messages": lambda bad: store.active_messages(bad),
+            "all_messages": lambda bad: store.all_messages(bad),
+            "archive_and_compact": lambda bad: store.archive_and_compact(bad, [], watermark=0),
+            "usage": lambda bad: store.usage(bad),
+            "prefix_entries": lambda bad: store.prefix_entries(bad),
+            "compaction_events": lambda bad: store.compaction_events(bad),
+            "acquire_lease": lambda bad: store.acquire_lease(bad, LeaseHolder(name="a"), 30),
+            "current_lease": lambda bad: store.current_lease(bad),
+        }
+        for name, call in calls.items():
+            for bad in (42, None, b"sid"):
+                with pytest.raises(ValidationError, match="session id"):
+                    call(bad)
+                    pytest.fail(f"{name}({bad!r}) was accepted")
