@@ -114,7 +114,8 @@ def coerce_messages(items: Any, what: str = "messages") -> list[NewMessage]:
             raise ValidationError(f"{what}[{index}] is invalid: {_describe(exc)}") from None
         except (AttributeError, TypeError, ValueError) as exc:
             raise ValidationError(f"{what}[{index}] is invalid: {exc}") from None
-        no_nul(new.turn_id, f"{what}[{index}].turn_id")
+        if new.turn_id is not None and "\x00" in new.turn_id:
+            no_nul(new.turn_id, f"{what}[{index}].turn_id")
         out.append(new)
     return out
 
