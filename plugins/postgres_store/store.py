@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
-    END_ONCE_SQL,
     ROTATION_END_REASON,
     SUCCESSOR_SQL,
     check_blob_kind,
@@ -39,10 +37,8 @@ from hermes_core.storekit import (
     check_ttl,
     check_update_fields,
     coerce_messages,
-    duplicate_session,
     missing_messages,
     pairing_rows,
-    require_hashes,
 )
 from hermes_hookspecs.errors import (
     HermesError,
@@ -67,7 +63,7 @@ from hermes_hookspecs.records import (
 )
 from hermes_hookspecs.store import BlobKind, SessionStore
 
-from . import compaction, leases, ledgers, search
+from . import compaction, leases, ledgers, search, sessions
 from .connection import (
     check_schema_name,
     connect_once,
@@ -80,7 +76,6 @@ from .migrations import ensure_trigram, migrate
 from .rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
-    encode_json,
     message_from_row,
     session_from_row,
 )
@@ -206,34 +201,8 @@ class PostgresSessionStore(SessionStore):
     # -- sessions ---------------------------------------------------------------
     def create_session(self, new: NewSession) -> SessionRecord:
         new = check_new_session(new)
-        sid = new.id or uuid.uuid4().hex
-        routing = encode_json(new.routing, "routing")
         with self._tx() as conn:
-            if new.parent_id is not None:
-                parent = conn.execute(
-                    "SELECT 1 FROM sessions WHERE id = %s", (new.parent_id,)
-                ).fetchone()
-                if parent is None:
-                    raise NotFoundError(f"parent session {new.parent_id!r} not found")
-            row = conn.execute(
-                "INSERT INTO sessions (id, title, cwd, goal, routing, model, provider, parent_id, "
-                f"created_at, updated_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, {NOW}, "
-                f"{NOW}) ON CONFLICT (id) DO NOTHING RETURNING {SESSION_COLUMNS}",
-                (
-                    sid,
-                    new.title,
-                    new.cwd,
-                    new.goal,
-                    routing,
-                    new.model,
-                    new.provider,
-                    new.parent_id,
-                ),
-            ).fetchone()
-            if row is None:
-                raise duplicate_session(sid)
-            conn.execute("INSERT INTO leases (session_id) VALUES (%s)", (sid,))
-        return session_from_row(row)
+            return sessions.insert(conn, new)
 
     def get_session(self, session_id: str) -> SessionRecord:
         check_session_id(session_id)
@@ -267,60 +236,15 @@ class PostgresSessionStore(SessionStore):
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
         check_session_id(session_id)
-        from psycopg import sql
-
         check_update_fields(fields)
-        sets: list[sql.Composable] = []
-        values: list[Any] = []
-        for key, value in fields.items():
-            if key == "routing":
-                sets.append(sql.SQL("routing = %s::jsonb"))
-                values.append(encode_json(value, "routing"))
-            else:
-                sets.append(sql.SQL("{} = %s").format(sql.Identifier(key)))
-                values.append(value)
-        sets.append(sql.SQL(f"updated_at = {NOW}"))
-        query = sql.SQL("UPDATE sessions SET {} WHERE id = %s RETURNING {}").format(
-            sql.SQL(", ").join(sets), sql.SQL(SESSION_COLUMNS)
-        )
         with self._tx() as conn:
-            found = conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
-            ).fetchone()
-            if found is None:
-                raise NotFoundError(f"session {session_id!r} not found")
-            if not fields:
-                return session_from_row(found)
-            require_hashes(
-                fields,
-                lambda digest, kind: (
-                    conn.execute(
-                        "SELECT 1 FROM blobs WHERE digest = %s AND kind = %s", (digest, kind)
-                    ).fetchone()
-                    is not None
-                ),
-                "update_session: ",
-            )
-            row = conn.execute(query, [*values, session_id]).fetchone()
-        assert row is not None
-        return session_from_row(row)
+            return sessions.update(conn, session_id, fields)
 
     def end_session(self, session_id: str, reason: str) -> SessionRecord:
         check_session_id(session_id)
         check_end_reason(reason)
         with self._tx() as conn:
-            row = conn.execute(
-                f"UPDATE sessions SET end_reason = %s, ended_at = {NOW}, updated_at = {NOW} "
-                f"WHERE id = %s AND {END_ONCE_SQL} RETURNING {SESSION_COLUMNS}",
-                (reason, session_id),
-            ).fetchone()
-            if row is None:  # ended before (the first end wins), or no such session
-                row = conn.execute(
-                    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
-                ).fetchone()
-        if row is None:
-            raise NotFoundError(f"session {session_id!r} not found")
-        return session_from_row(row)
+            return sessions.end(conn, session_id, reason)
 
     # -- blobs ------------------------------------------------------------------
     def put_blob(self, kind: BlobKind, text: str) -> str:
