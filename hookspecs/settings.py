@@ -127,6 +127,11 @@ class SessionSettings(_Section):
     lease_wait: float = Field(
         default=30.0, ge=0, description="How long a turn waits for the lease, seconds."
     )
+    fts_index_cap: int = Field(
+        default=32_768,
+        gt=0,
+        description="Characters of one message indexed for search (every store).",
+    )
 
 
 class CompressionConfig(_Section):

@@ -24,12 +24,19 @@ __all__ = [
     "open_from_settings",
     "register_session_stores",
     "register_settings",
+    "store_options",
 ]
 
 
 def open_from_settings(settings: Settings) -> PostgresSessionStore:
     """The store for the host settings (``session.postgres_dsn``)."""
-    return PostgresSessionStore(require_dsn(settings.section(PostgresStoreSettings).postgres_dsn))
+    dsn = settings.section(PostgresStoreSettings).postgres_dsn
+    return PostgresSessionStore(require_dsn(dsn), **store_options(settings))
+
+
+def store_options(settings: Settings) -> dict[str, Any]:
+    """The store's options from the settings (``session.fts_index_cap``, as the SQLite store)."""
+    return {"fts_index_cap": settings.session.fts_index_cap}
 
 
 @hookimpl

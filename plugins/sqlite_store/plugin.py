@@ -15,12 +15,12 @@ def open_store(settings: Settings) -> SessionStore:
     own = settings.section(SqliteStoreSettings)
     path = own.sqlite_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteSessionStore(path, fts_index_cap=own.fts_index_cap)
+    return SqliteSessionStore(path, fts_index_cap=settings.session.fts_index_cap)
 
 
 @hookimpl
 def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
-    """Declare the store's keys of ``[session]`` (``path``, ``fts_index_cap``)."""
+    """Declare the store's key of ``[session]`` (``path``)."""
     register(SqliteStoreSettings)
 
 

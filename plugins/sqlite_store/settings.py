@@ -13,15 +13,12 @@ from hermes_hookspecs.settings import APP_NAME
 
 
 class SqliteStoreSettings(SettingsSection):
-    """Where the ``sqlite`` store keeps its file, and how much of a message it indexes."""
+    """Where the ``sqlite`` store keeps its file (``session.fts_index_cap`` is the core's)."""
 
     config_section: ClassVar[str] = "session"
 
     path: str = Field(
         default="", description="SQLite file; empty: sessions.db under the user data dir."
-    )
-    fts_index_cap: int = Field(
-        default=32_768, gt=0, description="Characters of one message indexed for search."
     )
 
     def sqlite_path(self) -> Path:
