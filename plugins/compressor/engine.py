@@ -105,14 +105,23 @@ HANDOFF_RATE = 1 / 34
 HANDOFF_FLOOR = 24
 HANDOFF_CAP = 4
 HANDOFF_MAX = 12_000
+#: ... or FACT_SHARE of the facts it chooses from, if that is more
+FACT_SHARE = 1 / 3
 #: after a compaction the view should take at most this share of the threshold
 AFTER_TARGET = 0.55
 
 
-def handoff_tokens(threshold_tokens: int, covered_tokens: int, kept_tokens: int = 0) -> int:
+def handoff_tokens(
+    threshold_tokens: int, covered_tokens: int, kept_tokens: int = 0, fact_tokens: int = 0
+) -> int:
     """The handoff's token budget: it grows with the history it stands for, within the window.
 
-    ``clamp(covered * HANDOFF_RATE, threshold / HANDOFF_FLOOR, high)`` where ``high``
+    ``clamp(max(covered * HANDOFF_RATE, facts * FACT_SHARE), threshold / HANDOFF_FLOOR, high)``
+    where ``facts`` is the size of the facts to choose from (the previous handoff's
+    and the middle's): a history's raw size is mostly tool output, so a session of
+    many short exchanges (requests, errors, answers) says more per token than one
+    that read a few large files, and its handoff gets room for a share of what it
+    says. ``high``
     is ``threshold / HANDOFF_CAP`` or what :data:`AFTER_TARGET` of the threshold
     leaves after the ``kept_tokens`` (system prompt, head, tail) if that is less;
     at least 256 and at most :data:`HANDOFF_MAX`. A long history deserves a longer
@@ -123,7 +132,7 @@ def handoff_tokens(threshold_tokens: int, covered_tokens: int, kept_tokens: int 
     high = threshold_tokens // HANDOFF_CAP
     if kept_tokens:
         high = min(high, max(low * 3 // 2, int(threshold_tokens * AFTER_TARGET) - kept_tokens))
-    wanted = int(covered_tokens * HANDOFF_RATE)
+    wanted = max(int(covered_tokens * HANDOFF_RATE), int(fact_tokens * FACT_SHARE))
     return max(256, min(HANDOFF_MAX, high, max(low, wanted)))
 
 
@@ -430,7 +439,10 @@ class _Work:
             (it.stored.token_count or it.tokens) if it.stored is not None else it.tokens
             for it in middle
         )
-        max_output = handoff_tokens(settings.threshold_tokens, covered, kept_tokens)
+        pool = [*(previous.facts if previous is not None else []), *self.facts]
+        # facts are prose and identifiers: about four characters a token
+        fact_tokens = sum(len(fact.text) + 12 for fact in pool) // 4
+        max_output = handoff_tokens(settings.threshold_tokens, covered, kept_tokens, fact_tokens)
         try:
             result = _checked(
                 self._run_summarizer(summarizer, middle, previous, plan, max_output), summarizer
