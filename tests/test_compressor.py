@@ -197,6 +197,19 @@ def test_prune_collapses_duplicates_and_placeholders_name_tool_and_pointer(
     assert result.messages[0].origin_id == 1  # the task, carried unchanged
 
 
+def test_a_head_placeholder_says_what_the_result_was(engine: ContextCompressor) -> None:
+    # the head stays in the view and is never summarized: its pruned tool result keeps
+    # its outcome line, or what it said would be gone from the context
+    messages = session(turns=14)
+    result = engine.compress(
+        request(messages, settings_for(8_000, tail="legacy", protect_first_n=4))
+    )
+    assert result.status == "compressed", result.reason
+    [first, *_] = [m for m in out_messages(result)[:4] if m.role == "tool"]
+    assert "returned 3," in str(first.content)
+    assert ": FAILED tests/test_0.py::test_x - KeyError: 'k0'; open it with" in str(first.content)
+
+
 # -- the four phases -------------------------------------------------------------------------
 
 

@@ -312,6 +312,25 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     return " | ".join(parts), errors, boost
 
 
+def _tool_outcome(text: str) -> tuple[str, str, list[str], float]:
+    """A tool output's body (envelope removed), outcome, error lines and boost."""
+    body, code = unwrap_output(text)
+    outcome, errors, boost = _outcome(body)
+    if code:
+        outcome, boost = f"exit {code}: {outcome}", max(boost, 1.0)
+    if _ACK.match(outcome):
+        outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
+    return body, outcome, errors, boost
+
+
+def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None) -> str:
+    """What a tool result said, in a line (its recorded outcome when ``annotations`` hold it)."""
+    entry = _recorded(annotations)
+    if entry is not None and isinstance(entry.get("outcome"), str):
+        return str(entry["outcome"])
+    return _tool_outcome(message.text())[1]
+
+
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
@@ -370,12 +389,7 @@ def message_facts(message: Message) -> dict[str, Any]:
             out["calls"] = calls
         return out
     if message.role == "tool":
-        body, code = unwrap_output(message.text())
-        outcome, errors, boost = _outcome(body)
-        if code:
-            outcome, boost = f"exit {code}: {outcome}", max(boost, 1.0)
-        if _ACK.match(outcome):
-            outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
+        body, outcome, errors, boost = _tool_outcome(message.text())
         return {
             "call_id": message.tool_call_id,
             "outcome": outcome,
