@@ -210,6 +210,30 @@ def test_a_head_placeholder_says_what_the_result_was(engine: ContextCompressor) 
     assert ": FAILED tests/test_0.py::test_x - KeyError: 'k0'; open it with" in str(first.content)
 
 
+def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
+    # a 5.6K-token system prompt takes 28% of a 20K trigger: the lean tail's share of the
+    # room, the handoff's floor and the tail's sections used to end the view near 60% of
+    # the trigger, so the next compaction came a few turns later
+    from hermes_plugin_compressor.engine import AFTER_TARGET
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    engine = ContextCompressor()
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()]))
+    settings = settings_for(
+        20_000,
+        tail="lean",
+        summarizer="deterministic",
+        lean_tail_min_tokens=3_000,
+        lean_tail_max_tokens=8_000,
+    )
+    result = engine.compress(
+        request(session(turns=40, output_chars=1_500), settings, system_tokens=5_600)
+    )
+    assert result.status == "compressed", result.reason
+    assert (result.tokens_after + 5_600) / 20_000 <= AFTER_TARGET
+    assert any(note.startswith("tail planned again in ") for note in result.notes)
+
+
 # -- the four phases -------------------------------------------------------------------------
 
 

@@ -84,7 +84,7 @@ def test_handoff_budget_grows_with_the_history_within_the_window() -> None:
     assert handoff_tokens(92_928, 4_000_000) == 12_000  # the absolute cap
     assert handoff_tokens(44_928, 4_000_000) == 44_928 // 4  # the window's cap
     # little room left after the system prompt and the tail: the handoff shrinks, to a floor
-    assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 3 // 2
+    assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 2
 
 
 def test_facts_recorded_once_per_message_give_the_same_result() -> None:
@@ -218,4 +218,4 @@ def test_handoff_budget_follows_the_facts_when_the_history_says_more_per_token()
     assert handoff_tokens(92_928, 60_000, fact_tokens=30_000) == 10_000
     # still within the window's caps
     assert handoff_tokens(92_928, 60_000, fact_tokens=300_000) == 12_000
-    assert handoff_tokens(20_928, 60_000, kept_tokens=11_000, fact_tokens=30_000) == 1_308
+    assert handoff_tokens(20_928, 60_000, kept_tokens=11_000, fact_tokens=30_000) == 1_744
