@@ -234,6 +234,41 @@ def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
     assert any(note.startswith("tail planned again in ") for note in result.notes)
 
 
+def test_a_huge_tool_output_in_the_tail_yields_room_to_the_handoff() -> None:
+    # the last round read a file as large as the after-compaction target: the handoff was
+    # sized as if that output stayed whole, and got its floor; fit_tail cuts such an output
+    # to an excerpt anyway, so the handoff is sized against the excerpt
+    from hermes_plugin_compressor.engine import handoff_floor
+
+    class Recording(FixedSummarizer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.budgets: list[int] = []
+
+        def summarize(self, request: Any) -> Any:
+            self.budgets.append(request.max_output_tokens)
+            return super().summarize(request)
+
+    summarizer = Recording()
+    engine = ContextCompressor()
+    engine.bind(PluginHost(summarizers=[summarizer]))
+    messages = session(turns=200, output_chars=3_000)  # a long history: a large budget
+    messages[-1:] = [
+        Message(role="assistant", content=None, tool_calls=[call("big", cmd="cat big.go")]),
+        Message(role="tool", tool_call_id="big", content="x = 1\n" * 12_000),
+    ]
+    settings = settings_for(
+        40_000,
+        tail="lean",
+        summarizer="fixed",
+        lean_tail_min_tokens=20_000,
+        lean_tail_max_tokens=25_000,
+    )
+    result = engine.compress(request(messages, settings))
+    assert result.status == "compressed", result.reason
+    assert summarizer.budgets and min(summarizer.budgets) > handoff_floor(40_000)
+
+
 # -- the four phases -------------------------------------------------------------------------
 
 

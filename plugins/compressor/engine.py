@@ -92,7 +92,7 @@ from hermes_hookspecs.compression import EngineHost
 from .facts import extract_facts, strip_reasoning
 from .groups import group_starts, snap_back, snap_forward
 from .items import Item
-from .prune import FIT_RATIO, fit_tail, prune
+from .prune import FIT_RATIO, fit_tail, fitted_tokens, prune
 from .repair import plan_repair, stub_message
 from .session_state import SessionState
 from .summary_input import SummaryInput, build_summary_input
@@ -354,9 +354,13 @@ class _Work:
             [it.recovery_id for it in to_summarize],
             [it.stored.annotations if it.stored is not None else None for it in to_summarize],
         )
+        # the tail's long tool outputs yield to the handoff: fit_tail cuts them to excerpts
+        # (pointer included) when the view would be over its limit
+        limit = int(settings.threshold_tokens * FIT_RATIO)
         kept = (
             request.system_tokens
-            + sum(it.tokens for it in [*system, *body[:head_end], *carried_items, *tail])
+            + sum(it.tokens for it in [*system, *body[:head_end], *carried_items])
+            + fitted_tokens(tail, limit)
             + (last_user.tokens if carry_user and last_user is not None else 0)
         )
         if self.replanned:  # the engine sized the tail: the view's every part counts
@@ -374,7 +378,6 @@ class _Work:
         out.extend(tail)
         out = self._repair(out, items)
         tail_from = len(out) - len(tail)
-        limit = int(settings.threshold_tokens * FIT_RATIO)
         if fit_tail(out, tail_from, limit, self.count):
             self.notes.append("cut oversized tool output in the tail to excerpts to fit")
         tokens_after = sum(item.tokens for item in out)

@@ -225,6 +225,26 @@ def excerpt(text: str, keep_chars: int, message_id: int | None) -> str:
     return f"{text[:half]}\n[... {cut:,} chars cut to fit the context{where} ...]\n{text[-half:]}"
 
 
+def fit_share(limit: int) -> int:
+    """The tokens :func:`fit_tail` cuts a tool output to when the view is over ``limit``."""
+    return max(256, limit // 8)
+
+
+def fitted_tokens(items: Sequence[Item], limit: int) -> int:
+    """The least :func:`fit_tail` can bring ``items`` to: every long tool output cut to its share.
+
+    What the tail really claims of the view: when the view would be over
+    ``limit``, its largest tool outputs are cut to excerpts first.
+    """
+    per_message = fit_share(limit)
+    return sum(
+        min(item.tokens, per_message)
+        if item.message.role == "tool" and item.message.kind == "message"
+        else item.tokens
+        for item in items
+    )
+
+
 def fit_tail(
     items: list[Item],
     start: int,
@@ -241,7 +261,7 @@ def fit_tail(
     total = sum(item.tokens for item in items)
     if total <= limit:
         return 0
-    per_message = max(256, limit // 8)
+    per_message = fit_share(limit)
     candidates = sorted(
         (
             i
