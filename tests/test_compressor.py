@@ -200,6 +200,78 @@ def test_prune_collapses_duplicates_and_placeholders_name_tool_and_pointer(
     assert result.messages[0].origin_id == 1  # the task, carried unchanged
 
 
+def test_a_head_placeholder_says_what_the_result_was(engine: ContextCompressor) -> None:
+    # the head stays in the view and is never summarized: its pruned tool result keeps
+    # its outcome line, or what it said would be gone from the context
+    messages = session(turns=14)
+    result = engine.compress(
+        request(messages, settings_for(8_000, tail="legacy", protect_first_n=4))
+    )
+    assert result.status == "compressed", result.reason
+    [first, *_] = [m for m in out_messages(result)[:4] if m.role == "tool"]
+    assert "returned 3," in str(first.content)
+    assert ": FAILED tests/test_0.py::test_x - KeyError: 'k0'; open it with" in str(first.content)
+
+
+def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
+    # a 5.6K-token system prompt takes 28% of a 20K trigger: the lean tail's share of the
+    # room, the handoff's floor and the tail's sections used to end the view near 60% of
+    # the trigger, so the next compaction came a few turns later
+    from hermes_plugin_compressor.engine import AFTER_TARGET
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    engine = ContextCompressor()
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()]))
+    settings = settings_for(
+        20_000,
+        tail="lean",
+        summarizer="deterministic",
+        lean_tail_min_tokens=3_000,
+        lean_tail_max_tokens=8_000,
+    )
+    result = engine.compress(
+        request(session(turns=40, output_chars=1_500), settings, system_tokens=5_600)
+    )
+    assert result.status == "compressed", result.reason
+    assert (result.tokens_after + 5_600) / 20_000 <= AFTER_TARGET
+    assert any(note.startswith("tail planned again in ") for note in result.notes)
+
+
+def test_a_huge_tool_output_in_the_tail_yields_room_to_the_handoff() -> None:
+    # the last round read a file as large as the after-compaction target: the handoff was
+    # sized as if that output stayed whole, and got its floor; fit_tail cuts such an output
+    # to an excerpt anyway, so the handoff is sized against the excerpt
+    from hermes_plugin_compressor.engine import handoff_floor
+
+    class Recording(FixedSummarizer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.budgets: list[int] = []
+
+        def summarize(self, request: Any) -> Any:
+            self.budgets.append(request.max_output_tokens)
+            return super().summarize(request)
+
+    summarizer = Recording()
+    engine = ContextCompressor()
+    engine.bind(PluginHost(summarizers=[summarizer]))
+    messages = session(turns=200, output_chars=3_000)  # a long history: a large budget
+    messages[-1:] = [
+        Message(role="assistant", content=None, tool_calls=[call("big", cmd="cat big.go")]),
+        Message(role="tool", tool_call_id="big", content="x = 1\n" * 12_000),
+    ]
+    settings = settings_for(
+        40_000,
+        tail="lean",
+        summarizer="fixed",
+        lean_tail_min_tokens=20_000,
+        lean_tail_max_tokens=25_000,
+    )
+    result = engine.compress(request(messages, settings))
+    assert result.status == "compressed", result.reason
+    assert summarizer.budgets and min(summarizer.budgets) > handoff_floor(40_000)
+
+
 # -- the four phases -------------------------------------------------------------------------
 
 

@@ -40,6 +40,7 @@ from hermes_hookspecs import (
     hookimpl,
     specs,
 )
+from hermes_plugin_tail_lean.annotations import VERSION as LEAN_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSCRIPT = ROOT / "transcripts" / "openai-chat" / "openhands-django-11149.json.gz"
@@ -530,11 +531,11 @@ def test_recorded_messages_carry_the_lean_identifier_annotation(tmp_path: Path) 
             turn.commit()
         rows = host.store().all_messages(session.id)
         assert rows[0].annotations["lean_identifiers"] == {
-            "v": 1,
+            "v": LEAN_VERSION,
             "ref": ["#4512"],
             "path": ["/srv/app/models.py"],
         }
-        assert rows[1].annotations["lean_identifiers"] == {"v": 1, "sha": ["3f9c2ab71d"]}
+        assert rows[1].annotations["lean_identifiers"] == {"v": LEAN_VERSION, "sha": ["3f9c2ab71d"]}
     finally:
         host.close()
 

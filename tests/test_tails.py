@@ -323,7 +323,9 @@ def test_stored_annotation_is_what_the_index_reads() -> None:
         *[Message(role="assistant", content="pad " * 500) for _ in range(3)],
     ]
     rows = annotated(stored(messages))
-    fake = {"lean_identifiers": {"v": 1, "path": ["/only/in/the/annotation.py"]}}
+    fake = {
+        "lean_identifiers": {"v": lean_annotations.VERSION, "path": ["/only/in/the/annotation.py"]}
+    }
     rows[1] = rows[1].model_copy(update={"annotations": fake})
     request = TailRequest(
         messages=rows,
@@ -363,7 +365,7 @@ def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> N
     lean, legacy = Settings(), Settings.model_validate({"compression": {"tail": "legacy"}})
     message = Message(role="user", content="fix /srv/a.py")
     assert annotate_message(message=message, settings=lean) == {
-        "lean_identifiers": {"v": 1, "path": ["/srv/a.py"]}
+        "lean_identifiers": {"v": lean_annotations.VERSION, "path": ["/srv/a.py"]}
     }
     assert annotate_message(message=message, settings=legacy) is None
     summary = Message(role="user", kind="summary", summary=HandoffSummary(goal="g"), content="x")
@@ -374,10 +376,11 @@ def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> N
     ("budget", "threshold", "expected"),
     [
         (2_000, 8_928, 1_000),  # 16K window: the floor
-        (2_000, 200_000, 2_000),  # the default budget, untouched
-        (8_000, 20_928, 1_000),  # 32K window: the floor (a sixtieth is less)
-        (8_000, 96_000, 1_600),  # a sixtieth of the threshold
-        (20_000, 600_000, 10_000),
+        (2_000, 300_000, 2_000),  # the default budget, untouched
+        (8_000, 20_928, 1_000),  # 32K window: the floor (a 120th is less)
+        (8_000, 96_000, 1_000),  # 128K window: the floor (a 120th is 800)
+        (8_000, 240_000, 2_000),  # a 120th of the threshold
+        (20_000, 600_000, 5_000),
         (8_000, 3_900, 975),  # tiny window: a quarter, under the floor
         (0, 96_000, 0),
     ],
@@ -428,3 +431,17 @@ def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
     # is stored before commit) and is compacted once, when it is committed
     assert len(report.compressions) > 5
     assert report.final_active_tokens <= report.threshold_tokens
+
+
+def test_index_skips_content_hashes_device_files_and_code_that_mentions_errors() -> None:
+    text = (
+        "/repo/.git/objects/7a/0c7ceb28a1ff77b8724f900af21034ce2e856e\n"
+        "2>/dev/null; see /repo/cmd/app/main.go\n"
+        '   141→\t\tt.Errorf("Agent failed with error: %v", err)\n'
+        "Error: open /repo/config.yaml: no such file\n"
+    )
+    found = extract_identifiers(text)
+    paths = [v for k, v in found if k == "path"]
+    errors = [v for k, v in found if k == "error"]
+    assert paths == ["/repo/cmd/app/main.go", "/repo/config.yaml"]
+    assert errors == ["Error: open /repo/config.yaml: no such file"]
