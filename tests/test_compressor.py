@@ -42,6 +42,7 @@ from hermes_plugin_compressor import register_context_engines as register_engine
 from hermes_plugin_compressor.prune import cut_arguments
 from hermes_plugin_compressor.repair import plan_repair, repair_messages
 from hermes_plugin_summarizer_openai import OpenAISummarizer
+from hermes_plugin_tail_lean import LeanTail, LeanTailSettings
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -221,14 +222,9 @@ def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
     from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
 
     engine = ContextCompressor()
-    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()]))
-    settings = settings_for(
-        20_000,
-        tail="lean",
-        summarizer="deterministic",
-        lean_tail_min_tokens=3_000,
-        lean_tail_max_tokens=8_000,
-    )
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=3_000, lean_tail_max_tokens=8_000))
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[tail]))
+    settings = settings_for(20_000, tail="lean", summarizer="deterministic")
     result = engine.compress(
         request(session(turns=40, output_chars=1_500), settings, system_tokens=5_600)
     )
@@ -254,19 +250,14 @@ def test_a_huge_tool_output_in_the_tail_yields_room_to_the_handoff() -> None:
 
     summarizer = Recording()
     engine = ContextCompressor()
-    engine.bind(PluginHost(summarizers=[summarizer]))
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=20_000, lean_tail_max_tokens=25_000))
+    engine.bind(PluginHost(summarizers=[summarizer], tails=[tail]))
     messages = session(turns=200, output_chars=3_000)  # a long history: a large budget
     messages[-1:] = [
         Message(role="assistant", content=None, tool_calls=[call("big", cmd="cat big.go")]),
         Message(role="tool", tool_call_id="big", content="x = 1\n" * 12_000),
     ]
-    settings = settings_for(
-        40_000,
-        tail="lean",
-        summarizer="fixed",
-        lean_tail_min_tokens=20_000,
-        lean_tail_max_tokens=25_000,
-    )
+    settings = settings_for(40_000, tail="lean", summarizer="fixed")
     result = engine.compress(request(messages, settings))
     assert result.status == "compressed", result.reason
     assert summarizer.budgets and min(summarizer.budgets) > handoff_floor(40_000)
