@@ -196,7 +196,7 @@ def _provider_compaction(
     if backend is None:
         return None
     record = inputs.record
-    settings = services.settings.compaction.model_dump().get(backend.name, {})
+    settings = services.settings.table(f"compaction.{backend.name}")
     if not backend.eligible(record, inputs.model, settings):
         notes.append(f"compaction backend {backend.name!r} not eligible; local engine used")
         return None
@@ -227,7 +227,7 @@ def _request(
         session_id=inputs.record.id,
         messages=rows,
         model=inputs.model,
-        settings=services.settings.compression_settings(threshold),
+        settings=services.compression_settings(threshold),
         previous_summary=_previous_summary(rows),
         compression_index=inputs.record.compression_count + 1,
         system_tokens=inputs.view.prefix_tokens,
@@ -264,7 +264,7 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
             focus=inputs.focus,
             manual=inputs.manual,
         )
-        result = services.pm.hook.compress(request=request)
+        result = services.call_compress(request)
         if result is None:
             plan.done = CompressionOutcome(
                 status="skipped", reason="no engine answered", trigger=inputs.reason
@@ -328,9 +328,7 @@ def plan_draft_view(
     the real compression runs once the turn is committed. ``rows`` that are not
     stored carry negative ids. None when the engine did not compress.
     """
-    result: CompressionResult | None = services.pm.hook.compress(
-        request=_request(inputs, services, rows)
-    )
+    result = services.call_compress(_request(inputs, services, rows))
     if result is None or result.status != "compressed":
         log.info(
             "session %s: mid-turn view not compressed (%s)",

@@ -50,9 +50,9 @@ def select_messages(
         session_id=session_id,
         messages=rows,
         model=model,
-        settings=services.settings.compression_settings(threshold()),
+        settings=services.compression_settings(threshold()),
     )
-    chosen = hook(request=request)
+    chosen = hook(request=request, engine=engine)
     if chosen is None:
         return messages
     # a message the engine kept is sent with its cached wire dict, so its api_content

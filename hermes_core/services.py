@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import pluggy
 
-    from hermes_hookspecs import CompactionBackend, ContextEngine, Message, SessionStore
+    from hermes_hookspecs import (
+        CompactionBackend,
+        CompressionRequest,
+        CompressionResult,
+        CompressionSettings,
+        ContextEngine,
+        Message,
+        SessionStore,
+    )
 
     from .config import Settings
     from .events import RuntimeEvents
@@ -29,7 +37,7 @@ class RuntimeServices(Protocol):
 
     #: the validated settings in force
     settings: Settings
-    #: the host's plugin manager (the prompt builder and the ``compress``/``select_context`` hooks)
+    #: the host's plugin manager (the prompt builder and the ``select_context`` hook)
     pm: pluggy.PluginManager
     #: lifecycle events, delivered to the hooks and the memory manager in one call
     events: RuntimeEvents
@@ -44,6 +52,16 @@ class RuntimeServices(Protocol):
 
     def engine(self) -> ContextEngine:
         """The selected context engine."""
+        ...
+
+    def call_compress(self, request: CompressionRequest) -> CompressionResult | None:
+        """The ``compress`` hook on this host's plugin manager, with the engine it selected."""
+        ...
+
+    def compression_settings(
+        self, threshold_tokens: int, context_length: int | None = None
+    ) -> CompressionSettings:
+        """The resolved core ``[compression]`` settings handed to engines."""
         ...
 
     def tokens(self, model: str | None = None) -> Tokens:

@@ -215,7 +215,7 @@ class Turn:
         backend = services.compaction_backend()
         extra: dict[str, Any] = {}
         if backend is not None:
-            settings = services.settings.compaction.model_dump().get(backend.name, {})
+            settings = services.settings.table(f"compaction.{backend.name}")
             try:
                 if backend.eligible(s.record, s.model, settings):
                     extra = backend.request_options(s.record, s.model, settings)

@@ -37,8 +37,13 @@ from hermes_hookspecs import (
     StoreError,
     ToolCall,
     ToolFunction,
+    ValidationError,
 )
-from hermes_plugin_postgres_store import PostgresSessionStore, open_from_settings
+from hermes_plugin_postgres_store import (
+    PostgresSessionStore,
+    open_from_settings,
+    store_options,
+)
 from hermes_plugin_postgres_store.migrations import MIGRATIONS
 from hermes_plugin_postgres_store.testing import drop_schema, find_dsn, in_ci, scratch_schema
 
@@ -164,6 +169,37 @@ def test_newer_schema_refused_and_untouched(pg_dsn: str, schema: str) -> None:
     assert raw(pg_dsn, schema, "SELECT title FROM sessions WHERE id = %s", (sid,)) == [("kept",)]
 
 
+def test_migration_0007_takes_a_tool_results_name_out_of_its_search_body(
+    pg_dsn: str, schema: str
+) -> None:
+    from hermes_hookspecs import Message, NewMessage, ToolCall, ToolFunction
+
+    call = ToolCall(id="c1", function=ToolFunction(name="Bash", arguments='{"command": "ls"}'))
+    with open_store(pg_dsn, schema) as store:
+        sid = store.create_session(NewSession()).id
+        asked, answered = store.append_messages(
+            sid,
+            [
+                NewMessage(message=Message(role="assistant", tool_calls=[call])),
+                NewMessage(
+                    message=Message(role="tool", tool_call_id="c1", name="Bash", content="ok 7s")
+                ),
+            ],
+        )
+    # the body an older version wrote: the tool result's name on a line of its own
+    raw(pg_dsn, schema, "UPDATE message_search SET body = body || E'\\nBash' WHERE body = 'ok 7s'")
+    raw(
+        pg_dsn, schema, "DELETE FROM schema_migrations WHERE name = '0007_search_body_without_name'"
+    )
+    with open_store(pg_dsn, schema) as store:
+        assert [h.message_id for h in store.search("Bash", session_id=sid)] == [asked.id]
+        assert [h.message_id for h in store.search("ok", session_id=sid)] == [answered.id]
+    bodies = raw(
+        pg_dsn, schema, "SELECT body FROM message_search WHERE message_id = %s", (answered.id,)
+    )
+    assert bodies == [("ok 7s",)]
+
+
 def test_concurrent_first_open_migrates_once(pg_dsn: str, schema: str) -> None:
     errors: list[BaseException] = []
 
@@ -202,6 +238,18 @@ def test_flag_flips_do_not_rewrite_search_rows(
     store.archive_and_compact(sid, [user("summary")], watermark=rows[-1].id)
     assert raw(pg_dsn, schema, query)[: len(before)] == before
     assert [h.compacted for h in store.search("searchable")] == [True] * 5
+
+
+def test_index_cap_comes_from_the_settings_and_is_checked_as_in_sqlite(pg_dsn: str) -> None:
+    settings = settings_from({"session": {"store": "postgres", "fts_index_cap": 1234}})
+    with (
+        scratch_schema(pg_dsn) as schema,
+        PostgresSessionStore(pg_dsn, schema=schema, **store_options(settings)) as store,
+    ):
+        assert store.fts_index_cap == 1234
+    for bad in (0, -1, True, "10"):
+        with pytest.raises(ValidationError, match="fts_index_cap"):
+            PostgresSessionStore(pg_dsn, fts_index_cap=bad)  # type: ignore[arg-type]
 
 
 def test_index_cap_limits_indexed_text(pg_dsn: str, schema: str) -> None:

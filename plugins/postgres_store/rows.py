@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from hermes_core.searchkit import searchable_text
 from hermes_core.storekit import (  # shared with every SQL store; re-exported here
     EVENT_COLUMNS as EVENT_COLUMNS,
 )
@@ -25,6 +26,7 @@ from hermes_core.storekit import (
 from hermes_core.storekit import (
     event_from_row as event_from_row,
 )
+from hermes_core.storekit import json_text
 from hermes_core.storekit import (
     prefix_from_row as prefix_from_row,
 )
@@ -85,24 +87,16 @@ def _no_nul(value: str | None, field: str) -> str | None:
 
 
 def encode_json(value: Any, field: str) -> str:
-    """JSON text for a column; refuses values that cannot be encoded as UTF-8."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValidationError(f"{field} is not valid Unicode text ({exc.reason})") from None
-    return text
+    """JSON text for a column (:func:`hermes_core.storekit.json_text`: refuses what cannot be
+    encoded, and text that is not valid UTF-8)."""
+    return json_text(value, field)
 
 
 def search_body(message: Message, cap: int) -> str:
-    """The text indexed for search: content plus tool-call names and arguments, capped."""
-    parts = [content_text(message.content)]
-    for call in message.tool_calls or []:
-        parts.append(f"{call.function.name} {call.function.arguments}")
-    if message.name:
-        parts.append(message.name)
-    body = "\n".join(part for part in parts if part)
-    return body[:cap].replace("\x00", " ")
+    """The text indexed for search (:func:`hermes_core.searchkit.searchable_text`), with
+    NUL as a space (PostgreSQL text holds none)."""
+    calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]
+    return searchable_text(content_text(message.content), calls, cap).replace("\x00", " ")
 
 
 def message_params(new: NewMessage, index: int, what: str) -> dict[str, Any]:
