@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from .compare import main
+from .comparison.runner import main
 
 if __name__ == "__main__":
     sys.exit(main())

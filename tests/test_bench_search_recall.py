@@ -18,7 +18,7 @@ def test_search_recall_reports_every_session(tmp_path: Path) -> None:
     out = tmp_path / "recall.json"
     env = {k: v for k, v in os.environ.items() if k != "HERMES_CORE_POSTGRES_DSN"}
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.search_recall", "--json", str(out)],
+        [sys.executable, "-m", "benchmarks.ours.search_recall", "--json", str(out)],
         cwd=REPO,
         env=env,
         capture_output=True,

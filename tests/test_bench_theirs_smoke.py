@@ -1,6 +1,6 @@
 """Smoke test of the reference-side (hermes-agent) benchmark runners on tiny inputs.
 
-Needs the separate reference venv (``.venv/bin/python benchmarks/theirs_env.py``
+Needs the separate reference venv (``.venv/bin/python benchmarks/theirs/environment.py``
 builds it); skipped when it is absent.  Marked ``bench`` so the default run skips it.
 """
 
@@ -33,7 +33,7 @@ def load_module(name: str, path: Path) -> ModuleType:
 
 @pytest.fixture(scope="module")
 def theirs_env() -> ModuleType:
-    return load_module("bench_theirs_env", BENCH / "theirs_env.py")
+    return load_module("bench_theirs_env", BENCH / "theirs" / "environment.py")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def theirs_python(theirs_env: ModuleType) -> Path:
     if not python.exists():
         pytest.skip(
             f"reference venv missing at {theirs_env.DEFAULT_VENV_DIR}; "
-            "build it with `.venv/bin/python benchmarks/theirs_env.py`"
+            "build it with `.venv/bin/python benchmarks/theirs/environment.py`"
         )
     return Path(python)
 

@@ -19,8 +19,8 @@ if str(REPO) not in sys.path:  # ``benchmarks`` is a package at the repo root, n
     sys.path.insert(0, str(REPO))
 
 from benchmarks.report import Row, Target, percentiles, render  # noqa: E402
-from benchmarks.torture_runtime import _race_problems  # noqa: E402
-from benchmarks.torture_stores import parse_lines, sqlite_problems, view_problems  # noqa: E402
+from benchmarks.torture.runtime import _race_problems  # noqa: E402
+from benchmarks.torture.stores import parse_lines, sqlite_problems, view_problems  # noqa: E402
 from benchmarks.transcript_inputs import LARGE, SMALL, counter, cut_at_tokens, load, replay_order  # noqa: E402
 from hermes_hookspecs import HandoffSummary, Message, NewMessage, NewSession  # noqa: E402
 from hermes_plugin_sqlite_store import SqliteSessionStore  # noqa: E402
@@ -155,7 +155,7 @@ def test_inputs_cut_at_a_turn_boundary() -> None:
 
 
 def test_secrets_canary_scenario_catches_a_leak(tmp_path: Path) -> None:
-    from benchmarks.torture_hostile import secrets_canary
+    from benchmarks.torture.hostile import secrets_canary
 
     sound = secrets_canary(tmp_path / "redacted")
     assert sound["failures"] == [] and sound["trials"] == 26 * 4

@@ -332,7 +332,7 @@ def test_load_probes_missing_file(tmp_path: Path) -> None:
 def _bench() -> Any:
     if str(ROOT) not in sys.path:  # ``benchmarks`` is a package at the repo root, not installed
         sys.path.insert(0, str(ROOT))
-    import benchmarks.recall as bench
+    import benchmarks.comparison.recall as bench
 
     return bench
 
@@ -415,7 +415,7 @@ def test_recall_benchmark_runs_alone(tmp_path: Path) -> None:
     out = tmp_path / "recall.json"
     args = ["--sessions", "entireio-cli-38ecf75f2f1d", "--windows", "128000", "--json", str(out)]
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.recall", *args],
+        [sys.executable, "-m", "benchmarks.comparison.recall", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

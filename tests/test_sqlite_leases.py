@@ -23,7 +23,7 @@ from hermes_hookspecs.records import LeaseHolder, NewMessage, NewSession
 from hermes_plugin_sqlite_store import LeaseKeeper, SqliteSessionStore
 
 WORKERS = Path(__file__).with_name("sqlite_store_workers.py")
-TORTURE = Path(__file__).resolve().parents[1] / "benchmarks" / "torture_sqlite.py"
+TORTURE = Path(__file__).resolve().parents[1] / "benchmarks" / "torture" / "sqlite.py"
 
 
 def user(text: str) -> NewMessage:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "theirs"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pydantic import BaseModel, ConfigDict, Field
 from runner_common import (

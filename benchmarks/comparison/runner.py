@@ -54,10 +54,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .report import Row, Section, Target, notes, render
-from .theirs_env import HERMES_AGENT_SPEC, ensure_theirs_venv
+from ..report import Row, Section, Target, notes, render
+from ..theirs.environment import HERMES_AGENT_SPEC, ensure_theirs_venv
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 PARTS = (
     "compress",
@@ -186,7 +186,11 @@ def runtime_section(opts: Options) -> Section:
     """
     sizes = ",".join(str(s) for s in opts.runtime_sizes)
     runs = [
-        _child("benchmarks.runtime", ["--sizes", sizes, "--repeat", str(opts.runtime_repeat)], 1800)
+        _child(
+            "benchmarks.ours.runtime",
+            ["--sizes", sizes, "--repeat", str(opts.runtime_repeat)],
+            1800,
+        )
         for _ in range(opts.runtime_runs)
     ]
     section = Section(name="runtime", detail={"runs": runs})
@@ -248,7 +252,7 @@ def postgres_section(opts: Options, earlier: list[Section] | None = None) -> Sec
     sizes = ",".join(str(s) for s in opts.pg_sizes)
     os.environ.setdefault("HERMES_CORE_POSTGRES_DSN", dsn)
     result = _child(
-        "benchmarks.store_postgres",
+        "benchmarks.ours.store_postgres",
         [
             "--sizes",
             sizes,
@@ -327,7 +331,7 @@ def postgres_section(opts: Options, earlier: list[Section] | None = None) -> Sec
 
 
 def tokens_section(opts: Options) -> Section:
-    from . import tokens
+    from ..ours import tokens
 
     result = tokens.measure(opts.token_repeat)
     section = Section(name="tokens", detail=result)
@@ -373,7 +377,7 @@ FAST_100KB = Target(on="ours", op="<", value=1_000.0, text="< 1 s", source="issu
 
 
 def redaction_section(opts: Options) -> Section:
-    from . import redaction
+    from ..ours import redaction
 
     result = redaction.measure(opts.redaction_repeat)
     section = Section(name="redaction", detail=result)
@@ -418,8 +422,9 @@ def redaction_section(opts: Options) -> Section:
 
 # -- driver -----------------------------------------------------------------------------------
 def run(opts: Options, log: Callable[[str], None]) -> dict[str, Any]:
-    from . import compare_compression, compare_store
+    from . import compression as compare_compression
     from . import recall as recall_part
+    from . import store as compare_store
 
     facts = machine()
     log(f"machine: {facts['nproc']} cpus, python {facts['python']}, load {facts['loadavg']}")

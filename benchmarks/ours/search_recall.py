@@ -42,7 +42,7 @@ from hermes_core.replay import pick_importer
 from hermes_core.search import content_words, search_with_context
 from hermes_hookspecs import Message, NewMessage, NewSession, SessionStore
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROBES = REPO / "transcripts" / "probes"
 TARGET = 0.95
 LIMIT = 5

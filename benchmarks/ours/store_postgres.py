@@ -439,7 +439,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--parts", default="append,compact,handover,search", help="what to measure on postgres"
     )
     parser.add_argument(
-        "--json", default=str(Path(__file__).parent / "results" / "store_postgres.json")
+        "--json",
+        default=str(Path(__file__).resolve().parents[1] / "results" / "store_postgres.json"),
     )
     parser.add_argument(
         "--handover-child", nargs=6, metavar=("DSN", "SCHEMA", "SID", "NAME", "ROUNDS", "HOLD")

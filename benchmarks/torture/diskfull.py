@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .torture_stores import REPO_ROOT, parse_lines, sqlite_problems, view_problems
+from .stores import REPO_ROOT, parse_lines, sqlite_problems, view_problems
 
 #: (tmpfs size in bytes, message size in characters)
 VARIANTS = [(2 * 2**20, 1_000), (3 * 2**20, 16_000), (4 * 2**20, 200_000)]
@@ -167,7 +167,7 @@ def trial_rlimit(folder: Path, size: int, message_chars: int) -> tuple[list[str]
         [
             sys.executable,
             "-m",
-            "benchmarks.torture_diskfull",
+            "benchmarks.torture.diskfull",
             "child",
             str(path),
             str(size),

@@ -57,7 +57,7 @@ from hermes_plugin_tail_lean import LeanTail
 from hermes_plugin_tail_legacy import LegacyTail
 from hermes_plugin_tiktoken_counter.counter import TiktokenCounter
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPTS = ROOT / "transcripts"
 DJANGO = TRANSCRIPTS / "openai-chat" / "openhands-django-11149.json.gz"
 THEIRS_PYTHON = ROOT / "benchmarks" / ".venv-hermes-agent" / "bin" / "python"

@@ -31,9 +31,14 @@ from typing import Any, Literal
 from hermes_hookspecs import Message, NewMessage, NewSession
 from hermes_plugin_sqlite_store import SqliteSessionStore
 
-from . import store_sqlite
-from .report import Row, Section, Target, percentiles
-from .theirs_env import BENCH_DIR, ensure_theirs_venv, run_theirs_runner, runner_environment
+from ..ours import store_sqlite
+from ..report import Row, Section, Target, percentiles
+from ..theirs.environment import (
+    BENCH_DIR,
+    ensure_theirs_venv,
+    run_theirs_runner,
+    runner_environment,
+)
 
 APPEND_VS_THEIRS = Target(on="ratio", op=">=", value=5.0, text=">= 5x", source="issue 3 / issue 10")
 APPEND_VS_RAW = Target(on="ratio", op=">=", value=0.30, text=">= 0.30 of raw", source="issue 3")
@@ -177,7 +182,7 @@ def _theirs_search(cache: Path, size: int, queries: list[str], timeout: float) -
         job_file = Path(tmp) / "job.json"
         job_file.write_text(json.dumps(job), encoding="utf-8")
         proc = subprocess.run(
-            [str(python), str(BENCH_DIR / "theirs_search_cache.py"), str(job_file)],
+            [str(python), str(BENCH_DIR / "theirs" / "search_cache.py"), str(job_file)],
             env=runner_environment(),
             cwd=tmp,
             capture_output=True,

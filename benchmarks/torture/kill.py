@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from .torture_stores import REPO_ROOT, StoreSpec, parse_lines, view_problems
+from .stores import REPO_ROOT, StoreSpec, parse_lines, view_problems
 
 
 def child(spec: StoreSpec, session_id: str, seed: int) -> None:
@@ -126,7 +126,7 @@ def run(spec: StoreSpec, trials: int, seconds: float, *, seed: int = 0) -> dict[
                 [
                     sys.executable,
                     "-m",
-                    "benchmarks.torture_kill",
+                    "benchmarks.torture.kill",
                     "--child",
                     spec.model_dump_json(),
                     sid,

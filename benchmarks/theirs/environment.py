@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 HERMES_AGENT_SPEC = "hermes-agent==0.19.0"
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_VENV_DIR = BENCH_DIR / ".venv-hermes-agent"
 THEIRS_DIR = BENCH_DIR / "theirs"
 CONSTRAINTS_FILE = THEIRS_DIR / "constraints.txt"

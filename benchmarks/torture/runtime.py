@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .torture_stores import REPO_ROOT, StoreSpec, parse_lines, sqlite_problems, view_problems
+from .stores import REPO_ROOT, StoreSpec, parse_lines, sqlite_problems, view_problems
 
 FILLER = "lorem ipsum dolor sit amet " * 12
 
@@ -102,7 +102,7 @@ def race(spec: StoreSpec, processes: int, turns: int, window: int = 16_000) -> d
                     [
                         sys.executable,
                         "-m",
-                        "benchmarks.torture_runtime",
+                        "benchmarks.torture.runtime",
                         "race-child",
                         spec.model_dump_json(),
                         sid,
@@ -247,7 +247,7 @@ def _freeze_trial(spec: StoreSpec, session: Any, ttl: float) -> list[str]:
         [
             sys.executable,
             "-m",
-            "benchmarks.torture_runtime",
+            "benchmarks.torture.runtime",
             "freeze-child",
             spec.model_dump_json(),
             session.id,

@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .torture_stores import REPO_ROOT, postgres_dsn, store_specs
+from .stores import REPO_ROOT, postgres_dsn, store_specs
 
 SCENARIOS = (
     "sigkill-sqlite",
@@ -116,7 +116,7 @@ class ScenarioResult(BaseModel):
 
 
 def sigkill_sqlite(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_sqlite
+    from . import sqlite as torture_sqlite
 
     result = torture_sqlite.run(counts.kill_trials, counts.kill_seconds, workdir=str(folder))
     kills = result["kills"]
@@ -134,7 +134,7 @@ def sigkill_sqlite(counts: Counts, folder: Path) -> ScenarioResult:
 
 
 def sigkill_postgres(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_kill
+    from . import kill as torture_kill
 
     with store_specs(folder, "kill") as specs:
         if len(specs) < 2:
@@ -157,7 +157,7 @@ def sigkill_postgres(counts: Counts, folder: Path) -> ScenarioResult:
 
 def _race(kind: str) -> Callable[[Counts, Path], ScenarioResult]:
     def scenario(counts: Counts, folder: Path) -> ScenarioResult:
-        from . import torture_runtime
+        from . import runtime as torture_runtime
 
         name = f"race-{kind}"
         with store_specs(folder, "race", with_postgres=kind == "postgres") as specs:
@@ -182,7 +182,7 @@ def _race(kind: str) -> Callable[[Counts, Path], ScenarioResult]:
 
 def _freeze(kind: str) -> Callable[[Counts, Path], ScenarioResult]:
     def scenario(counts: Counts, folder: Path) -> ScenarioResult:
-        from . import torture_runtime
+        from . import runtime as torture_runtime
 
         name = f"sigstop-{kind}"
         with store_specs(folder, "freeze", with_postgres=kind == "postgres") as specs:
@@ -207,7 +207,7 @@ def _freeze(kind: str) -> Callable[[Counts, Path], ScenarioResult]:
 
 
 def summarizer(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_summarizer
+    from . import summarizer as torture_summarizer
 
     result = torture_summarizer.run()
     return ScenarioResult(
@@ -225,7 +225,7 @@ def summarizer(counts: Counts, folder: Path) -> ScenarioResult:
 
 def _fuzz(target: str) -> Callable[[Counts, Path], ScenarioResult]:
     def scenario(counts: Counts, folder: Path) -> ScenarioResult:
-        from . import torture_fuzz
+        from . import fuzz as torture_fuzz
 
         fn = {
             "importers": torture_fuzz.fuzz_importers,
@@ -258,7 +258,7 @@ def _fuzz(target: str) -> Callable[[Counts, Path], ScenarioResult]:
 
 
 def disk_full(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_diskfull
+    from . import diskfull as torture_diskfull
 
     result = torture_diskfull.run(counts.diskfull_trials)
     return ScenarioResult(
@@ -274,7 +274,7 @@ def disk_full(counts: Counts, folder: Path) -> ScenarioResult:
 
 
 def secrets_canary(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_hostile
+    from . import hostile as torture_hostile
 
     result = torture_hostile.secrets_canary(folder)
     return ScenarioResult(
@@ -292,7 +292,7 @@ def secrets_canary(counts: Counts, folder: Path) -> ScenarioResult:
 
 
 def redaction_timing(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_hostile
+    from . import hostile as torture_hostile
 
     result = torture_hostile.redaction_timing(counts.redaction_repeat)
     cases = result["cases"]
@@ -313,7 +313,7 @@ def redaction_timing(counts: Counts, folder: Path) -> ScenarioResult:
 
 
 def file_deletion(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_hostile
+    from . import hostile as torture_hostile
 
     result = torture_hostile.file_deletion(folder, counts.file_trials)
     return ScenarioResult(
@@ -330,7 +330,7 @@ def file_deletion(counts: Counts, folder: Path) -> ScenarioResult:
 
 
 def zombie_holder(counts: Counts, folder: Path) -> ScenarioResult:
-    from . import torture_hostile
+    from . import hostile as torture_hostile
 
     result = torture_hostile.zombie_holder(folder, counts.zombie_trials)
     latency = "; ".join(

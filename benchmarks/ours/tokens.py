@@ -37,7 +37,7 @@ from hermes_hookspecs import Message
 from hermes_plugin_importers import builtin_importers, load_transcript
 from hermes_plugin_tiktoken_counter import TiktokenCounter
 
-from .transcript_inputs import MODEL, TRANSCRIPTS
+from ..transcript_inputs import MODEL, TRANSCRIPTS
 
 
 def all_messages() -> list[Message]:

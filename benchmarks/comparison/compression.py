@@ -33,11 +33,11 @@ from hermes_core.replay import replay
 from hermes_core.tokens import Tokens
 from hermes_hookspecs import CompressionRequest, Message
 
-from .compression import stored
-from .report import Row, Section, Target
-from .stub_summarizer import STUB_SUMMARY, bench_hermes
-from .theirs_env import run_theirs_runner
-from .transcript_inputs import (
+from ..ours.compression import stored
+from ..report import Row, Section, Target
+from ..stub_summarizer import STUB_SUMMARY, bench_hermes
+from ..theirs.environment import run_theirs_runner
+from ..transcript_inputs import (
     MODEL,
     SessionInput,
     counter,

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from hermes_hookspecs import SessionStore
 
 WATERMARK = re.compile(r" wm:(\d+)")
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class StoreSpec(BaseModel):

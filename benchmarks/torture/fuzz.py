@@ -45,7 +45,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .transcript_inputs import TRANSCRIPTS
+from ..transcript_inputs import TRANSCRIPTS
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
@@ -384,7 +384,7 @@ def fuzz_runtime(examples: int) -> Tally:
     from hermes_core.host import Hermes
     from hermes_hookspecs import ValidationError
 
-    from .torture_stores import view_problems
+    from .stores import view_problems
 
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="fuzz-runtime-") as tmp:
@@ -537,7 +537,7 @@ def fuzz_store(examples: int) -> Tally:
     from hermes_hookspecs import Message, NewMessage, NewSession, ValidationError
     from hermes_plugin_sqlite_store import SqliteSessionStore
 
-    from .torture_stores import sqlite_problems
+    from .stores import sqlite_problems
 
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="fuzz-store-") as tmp:

@@ -65,10 +65,10 @@ from hermes_core.replay import split_turns
 from hermes_core.tokens import Tokens
 from hermes_hookspecs import Message
 
-from .report import Row, Section, Target, render
-from .stub_summarizer import STUB_SUMMARY
-from .theirs_env import HERMES_AGENT_SPEC, run_theirs_runner
-from .transcript_inputs import REPO, TRANSCRIPTS, counter, load, replay_order, wire
+from ..report import Row, Section, Target, render
+from ..stub_summarizer import STUB_SUMMARY
+from ..theirs.environment import HERMES_AGENT_SPEC, run_theirs_runner
+from ..transcript_inputs import REPO, TRANSCRIPTS, counter, load, replay_order, wire
 
 PROBES_DIR = TRANSCRIPTS / "probes"
 RESULTS = REPO / "benchmarks" / "results"
@@ -657,8 +657,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .compare import machine
-    from .theirs_env import ensure_theirs_venv
+    from ..theirs.environment import ensure_theirs_venv
+    from .runner import machine
 
     args = parse(argv)
     windows = [int(w) for w in args.windows.split(",") if w]

@@ -37,7 +37,7 @@ from hermes_core.testing.fake_openai import (
     Reply,
 )
 
-from .torture_stores import sqlite_problems, view_problems
+from .stores import sqlite_problems, view_problems
 
 GOOD_SUMMARY = "\n".join(
     f"## {title}\n{body}"

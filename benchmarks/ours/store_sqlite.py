@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cache", default="/tmp/hermes-bench")
     parser.add_argument(
-        "--json", default=str(Path(__file__).parent / "results" / "store_sqlite.json")
+        "--json", default=str(Path(__file__).resolve().parents[1] / "results" / "store_sqlite.json")
     )
     parser.add_argument(
         "--handover-child", nargs=5, metavar=("DB", "SID", "NAME", "ROUNDS", "HOLD")

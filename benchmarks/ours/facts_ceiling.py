@@ -17,7 +17,7 @@ from hermes_core.recall import load_probes
 from hermes_core.replay import pick_importer
 from hermes_plugin_compressor.facts import extract_facts
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PROBES = REPO / "transcripts" / "probes"
 
 

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .torture_stores import REPO_ROOT, StoreSpec, postgres_dsn, store_specs
+from .stores import REPO_ROOT, StoreSpec, postgres_dsn, store_specs
 
 
 # -- secrets canary ---------------------------------------------------------------------------
@@ -158,7 +158,7 @@ def secrets_canary(folder: Path, block: tuple[str, ...] = ()) -> dict[str, Any]:
 
 # -- redaction timing -------------------------------------------------------------------------
 def redaction_timing(repeat: int) -> dict[str, Any]:
-    from . import redaction
+    from ..ours import redaction
 
     result = redaction.measure(repeat)
     failures = []
