@@ -1,4 +1,4 @@
-"""Smoke runs of the two commands, ``python -m benchmarks`` and ``python -m benchmarks.torture``.
+"""Smoke runs of the two commands, ``python -m benchmarks`` and ``python -m benchmarks torture``.
 
 Marked ``bench`` (not in the default run: they take a minute or two and the
 comparison needs the reference venv, built from PyPI on first use).
@@ -47,7 +47,7 @@ def test_benchmark_quick_prints_one_table_and_json(tmp_path: Path) -> None:
 def test_torture_quick_reports_one_line_per_scenario(tmp_path: Path) -> None:
     out = tmp_path / "torture.json"
     scenarios = "summarizer,disk-full,race-sqlite,sigstop-sqlite"
-    proc = run("benchmarks.torture", "--quick", "--only", scenarios, "--json", str(out))
+    proc = run("benchmarks", "torture", "--quick", "--only", scenarios, "--json", str(out))
     lines = [line for line in proc.stdout.splitlines() if line[:4] in ("PASS", "FAIL", "SKIP")]
     assert [line.split()[1] for line in lines] == scenarios.split(","), proc.stdout
     result = json.loads(out.read_text())

@@ -328,7 +328,7 @@ def test_load_probes_missing_file(tmp_path: Path) -> None:
         recall.load_probes(tmp_path / "no-such.json")
 
 
-# -- the recall benchmark's own measurements (benchmarks/recall.py) -----------------------------
+# -- the recall benchmark's own measurements (benchmarks/comparison/recall.py) ---------------
 def _bench() -> Any:
     if str(ROOT) not in sys.path:  # ``benchmarks`` is a package at the repo root, not installed
         sys.path.insert(0, str(ROOT))
@@ -409,7 +409,7 @@ def test_one_search_counts_a_hit_and_its_neighbours_only(tmp_path: Path) -> None
 
 @pytest.mark.bench
 def test_recall_benchmark_runs_alone(tmp_path: Path) -> None:
-    """``python -m benchmarks.recall`` on one session and window (needs the reference venv)."""
+    """``python -m benchmarks recall`` on one session and window (needs the reference venv)."""
     import subprocess
 
     out = tmp_path / "recall.json"

@@ -37,7 +37,7 @@ report) against the keep-user-turns text, which is what the issue measured
 ("in half the text that our handoff keeps"); the whole final context is shown
 beside it.
 
-``python -m benchmarks.recall`` runs this part alone and prints the matrix and
+``python -m benchmarks recall`` runs this part alone and prints the matrix and
 the issue's targets; ``python -m benchmarks`` includes it as the ``recall`` part.
 """
 
@@ -637,7 +637,7 @@ def run_section(
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.recall",
+        prog="python -m benchmarks recall",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,33 +1,33 @@
 """Ours vs hermes-agent 0.19.0 on the same inputs, in one run: one table, one JSON file.
 
-``python -m benchmarks`` (or ``python -m benchmarks.compare``) measures, in
+``python -m benchmarks`` (or ``python -m benchmarks.comparison.runner``) measures, in
 this order, and prints one table with, per row, our value, the reference value
 (hermes-agent from PyPI in its own venv, or the same-run baseline named in the
 row), the ratio ours/theirs, the target and pass/FAIL:
 
 ==============  =========================================================================
 compress        ``compress()`` CPU time, small (~60K) and large (~250K token) sessions,
-                same fixed stub summary (:mod:`benchmarks.compare_compression`)
+                same fixed stub summary (:mod:`benchmarks.comparison.compression`)
 identifiers     identifiers kept and active size after a replay with compressions,
                 same window on both sides
 store           append vs theirs and vs raw SQLite, ``archive_and_compact`` on 10^4,
                 lease hand-over, FTS search p50/p95 at 10^4 / 10^5 / 10^6
-                (:mod:`benchmarks.compare_store`; databases cached under ``--cache``)
+                (:mod:`benchmarks.comparison.store`; databases cached under ``--cache``)
 runtime         turn-runtime overhead at 100 / 1,000 / 10,000 messages, growth ratio
-                (:mod:`benchmarks.runtime`, in a child process)
-tokens          exact token counting throughput vs plain tiktoken (:mod:`benchmarks.tokens`)
-postgres        the store numbers on PostgreSQL side by side (:mod:`benchmarks.store_postgres`,
+                (:mod:`benchmarks.ours.runtime`, in a child process)
+tokens          exact token counting throughput vs plain tiktoken (:mod:`benchmarks.ours.tokens`)
+postgres        the store numbers on PostgreSQL side by side (:mod:`benchmarks.ours.store_postgres`,
                 child process; skipped with the reason when no server answers)
 recall          closed-book and one-search recall after compaction on the probed sessions at
                 128K / 64K / 32K, with kept text size, vs hermes-agent and keep-user-turns
-                (:mod:`benchmarks.recall`)
+                (:mod:`benchmarks.comparison.recall`)
 redaction       every default redaction rule on 1 MB of prose with secrets, ``x-x-x-...``,
                 base64 and adversarial text, against 10 x the same run's 100 KB time
-                (:mod:`benchmarks.redaction`)
+                (:mod:`benchmarks.ours.redaction`)
 ==============  =========================================================================
 
 Hosted LLMs are never called; the only network use is building the reference
-venv from PyPI on the first run (``benchmarks/theirs_env.py``).
+venv from PyPI on the first run (``benchmarks/theirs/environment.py``).
 
 ``--quick`` shrinks everything (a smoke run of a few minutes; its search sizes
 stop at 10^4 and the runtime ratio is 1,000/100, so those targets are not
@@ -179,7 +179,7 @@ def _child(module: str, args: list[str], timeout: float) -> dict[str, Any]:
 
 
 def runtime_section(opts: Options) -> Section:
-    """``benchmarks.runtime`` in ``runtime_runs`` child processes; medians across the runs.
+    """``benchmarks.ours.runtime`` in ``runtime_runs`` child processes; medians across the runs.
 
     One run measures the sizes one after the other, so a burst of load on the shared
     machine during one size skews its ratio; the median of runs shrugs that off.

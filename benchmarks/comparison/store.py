@@ -9,7 +9,7 @@
 * search p50/p95 on databases of 10^4, 10^5, 10^6 messages built from the same
   synthetic corpus (``store_sqlite.Corpus``, seed 7) and the same query list
   (``store_sqlite.search_queries``); ours through ``store_sqlite.bench_search``
-  and theirs through ``benchmarks/theirs_search_cache.py``; both databases are
+  and theirs through ``benchmarks/theirs/search_cache.py``; both databases are
   cached under ``--cache`` and reused by later runs;
 * ``archive_and_compact`` on 10^4 messages (20 carried + a summary);
 * lease hand-over between two processes (ours ``store_sqlite.bench_handover``;

@@ -15,10 +15,10 @@ mechanical work is compared):
    active context, and how big that context is.
 
 hermes-agent runs in its own venv (``benchmarks/.venv-hermes-agent``, see
-``benchmarks/theirs_env.py``) through ``benchmarks/theirs/compress_bench.py``
+``benchmarks/theirs/environment.py``) through ``benchmarks/theirs/compress_bench.py``
 and ``replay_bench.py``; when that venv is missing only our numbers print.
 
-Usage: ``.venv/bin/python benchmarks/compression.py [--runs 5] [--json out.json]``
+Usage: ``.venv/bin/python -m benchmarks compression [--runs 5] [--json out.json]``
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How much of the recall probes the handoff's facts could answer with no budget at all.
 
-``python -m benchmarks.facts_ceiling``: for each probe session, the facts
+``python -m benchmarks facts-ceiling``: for each probe session, the facts
 :func:`hermes_plugin_compressor.facts.extract_facts` finds in the whole imported
 session (harness text marked as the runtime marks it), and the share of probes one
 of those facts answers. This is the ceiling of closed-book recall for a handoff

@@ -15,7 +15,7 @@ Each figure is the best of ``repeat`` runs (the machine is shared). The
 linearity figure is ``t(1 MB) / (10 * t(100 KB))``: about 1 when the time
 per byte is constant, about 10 when it is quadratic.
 
-    python -m benchmarks.redaction [--repeat 3] [--json FILE]
+    python -m benchmarks redaction [--repeat 3] [--json FILE]
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def measure(repeat: int = 3) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.redaction", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks redaction", description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)

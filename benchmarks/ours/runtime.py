@@ -7,7 +7,7 @@ ratio p50(10,000) / p50(100), which must stay under 1.5: the runtime caches
 every active message's wire dict, token count and prefix hash, so its own
 cost must not grow with the session.
 
-    python -m benchmarks.runtime [--sizes 100,1000,10000] [--repeat 60] [--json FILE]
+    python -m benchmarks runtime [--sizes 100,1000,10000] [--repeat 60] [--json FILE]
 """
 
 from __future__ import annotations

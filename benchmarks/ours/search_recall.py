@@ -13,7 +13,7 @@ tool-call names, raw arguments and their decoded string values).
 
 Usage::
 
-    python -m benchmarks.search_recall [--probes DIR] [--json FILE] [--verbose]
+    python -m benchmarks search-recall [--probes DIR] [--json FILE] [--verbose]
 
 Prints one line per session and store and writes the JSON (default
 ``benchmarks/results/search_recall.json``). Exit status 0 unless something

@@ -20,7 +20,7 @@ Measures (one run, printed as a table and written as JSON):
 Usage::
 
     eval "$(bash .ci/start-postgres.sh)"     # or set HERMES_CORE_POSTGRES_DSN
-    python benchmarks/store_postgres.py [--sizes 10000,100000,1000000] [--with-sqlite]
+    python -m benchmarks store-postgres [--sizes 10000,100000,1000000] [--with-sqlite]
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ Measures (one run, printed as a table and written as JSON):
 
 Usage::
 
-    python benchmarks/store_sqlite.py [--sizes 10000,100000,1000000] [--json out.json]
+    python -m benchmarks store-sqlite [--sizes 10000,100000,1000000] [--json out.json]
 """
 
 from __future__ import annotations

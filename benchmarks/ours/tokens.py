@@ -19,7 +19,7 @@ least disturbed one):
 
 The counts of every path must be identical (exactness); the run fails otherwise.
 
-    python -m benchmarks.tokens [--repeat 5] [--json FILE]
+    python -m benchmarks tokens [--repeat 5] [--json FILE]
 """
 
 from __future__ import annotations

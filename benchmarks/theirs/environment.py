@@ -122,7 +122,7 @@ def _write_gitignore(venv_dir: Path) -> None:
     """Keep the venv out of git, as Python 3.13+ venvs do on their own."""
     path = venv_dir / ".gitignore"
     if not path.is_file():
-        path.write_text("# created by benchmarks/theirs_env.py\n*\n", encoding="utf-8")
+        path.write_text("# created by benchmarks/theirs/environment.py\n*\n", encoding="utf-8")
 
 
 def _check_base_python() -> None:

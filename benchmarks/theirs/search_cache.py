@@ -1,6 +1,6 @@
 """Reference side: FTS search latency of hermes-agent's SessionDB on a cached database.
 
-Run with the reference venv's python (``benchmarks/compare.py`` does it). Like
+Run with the reference venv's python (``benchmarks/comparison/store.py`` does it). Like
 the runners in ``benchmarks/theirs/`` it imports only hermes-agent, pydantic and
 the standard library, and ``runner_common.emit`` refuses to print if anything
 of hermes-core got loaded.

@@ -224,4 +224,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "child":
         _child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
-        sys.exit("usage: python -m benchmarks.torture_diskfull child DB LIMIT_BYTES MESSAGE_CHARS")
+        sys.exit("usage: python -m benchmarks.torture.diskfull child DB LIMIT_BYTES MESSAGE_CHARS")

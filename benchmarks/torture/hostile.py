@@ -9,7 +9,7 @@ files deleted under an open store, a lease holder that turns into a zombie.
   outbound path is then searched for every secret: the summarizer's raw
   request bytes, the provider's inputs, ``MEMORY.md``/``USER.md``, and every
   log record formatted with its traceback.
-* :func:`redaction_timing`: :mod:`benchmarks.redaction` at 100 KB and 1 MB.
+* :func:`redaction_timing`: :mod:`benchmarks.ours.redaction` at 100 KB and 1 MB.
 * :func:`file_deletion`: per trial, in a child process, the database file is
   deleted, replaced, or its ``-wal`` deleted (then the child is SIGKILLed);
   no write after that may be acknowledged, and what was acknowledged before

@@ -1,17 +1,17 @@
 """SIGKILL of writer processes at random points, on any store (used for PostgreSQL).
 
 The SQLite store has its own version of this scenario
-(``benchmarks/torture_sqlite.py``, with file-level integrity checks); this one
+(``benchmarks/torture/sqlite.py``, with file-level integrity checks); this one
 drives a store only through the public API, so it runs unchanged on
 PostgreSQL. Each trial starts a real child process
-(``python -m benchmarks.torture_kill --child SPEC SESSION SEED``) that takes the
+(``python -m benchmarks.torture.kill --child SPEC SESSION SEED``) that takes the
 session's turn lease (the dead previous child's lease is taken over), then
 loops: appending batches of 1-3 uniquely marked messages (some as tool-call
 pairs) or compacting with ``archive_and_compact`` (a message arriving after the
 snapshot watermark first). It prints the batch it is about to write (``a``),
 each commit that returned (``A``), and the same for compactions (``c``/``C``).
 The parent kills it with SIGKILL after a random delay and checks
-:func:`benchmarks.torture_stores.view_problems` (every committed message once,
+:func:`benchmarks.torture.stores.view_problems` (every committed message once,
 no partial batch, the active view all old or all new, tool pairs, and that
 three just-committed markers are found by search).
 """
@@ -186,4 +186,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--child":
         child(StoreSpec.model_validate_json(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     else:
-        sys.exit("usage: python -m benchmarks.torture_kill --child SPEC SESSION SEED")
+        sys.exit("usage: python -m benchmarks.torture.kill --child SPEC SESSION SEED")

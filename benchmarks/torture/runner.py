@@ -1,4 +1,4 @@
-"""``python -m benchmarks.torture``: the torture suite. Bounded, loopback only, stops by itself.
+"""``python -m benchmarks torture``: the torture suite. Bounded, loopback only, stops by itself.
 
 One line per scenario (trials, failures, what was checked); the exit status is
 1 when any scenario lost or corrupted anything (or crashed), else 0. A
@@ -7,8 +7,8 @@ reason and does not fail the run. Results also go to
 ``benchmarks/results/torture.json``.
 
 ==================  ===========================================================================
-sigkill-sqlite      writer processes SIGKILLed at random points (``benchmarks/torture_sqlite.py``)
-sigkill-postgres    the same on PostgreSQL, through the store API (``benchmarks/torture_kill.py``)
+sigkill-sqlite      writer processes SIGKILLed at random points (``torture/sqlite.py``)
+sigkill-postgres    the same on PostgreSQL, through the store API (``torture/kill.py``)
 race-*              8 processes racing turns on one session via ``Hermes`` + ``session.turn()``
 sigstop-*           a lease holder frozen past its TTL: its later writes get ``LeaseLost``
 summarizer          the summary endpoint times out / 401 / 429 / 500 / truncated / empty / refused
@@ -16,7 +16,7 @@ fuzz-importers      hypothesis-made malformed transcripts against every importer
 fuzz-runtime        hypothesis-made calls of Turn.prepare / record_response / add_tool_result
 fuzz-store          hypothesis-made batches for append_messages
 disk-full           the SQLite file's disk fills up (a small tmpfs, else RLIMIT_FSIZE)
-secrets-canary      26 secret formats vs every outbound path (``benchmarks/torture_hostile.py``)
+secrets-canary      26 secret formats vs every outbound path (``torture/hostile.py``)
 redaction-timing    every redaction rule on 100 KB and 1 MB of ordinary and adversarial text
 file-deletion       the database file or its -wal deleted / replaced under an open store
 zombie-holder       a lease holder exits unreaped (a zombie) while another handle waits
@@ -396,7 +396,7 @@ def run_all(names: list[str], counts: Counts) -> list[ScenarioResult]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.torture",
+        prog="python -m benchmarks torture",
         description=__doc__,
         formatter_class=argparse.RawTextHelpFormatter,
     )

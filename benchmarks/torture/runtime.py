@@ -315,4 +315,4 @@ if __name__ == "__main__":
     elif command == "freeze-child":
         freeze_child(StoreSpec.model_validate_json(rest[0]), rest[1], float(rest[2]))
     else:
-        sys.exit("usage: python -m benchmarks.torture_runtime race-child|freeze-child ...")
+        sys.exit("usage: python -m benchmarks.torture.runtime race-child|freeze-child ...")

@@ -1,6 +1,6 @@
 """SIGKILL torture of the SQLite session store.
 
-Each trial starts a real child process (``python torture_sqlite.py --child``)
+Each trial starts a real child process (``python torture/sqlite.py --child``)
 that takes the session's turn lease (the previous child's lease is taken over
 because its pid is dead) and then loops: appending batches of uniquely marked
 messages (some with tool-call/tool-result pairs) and compacting the session
