@@ -1,0 +1,229 @@
+"""The contract and the core: plugin loading, blocking, registration, docs, layering."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import subprocess
+import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from hermes_core.config import settings_from
+from hermes_core.docsgen import hook_names, hook_signature
+from hermes_core.docsgen import main as docsgen_main
+from hermes_core.host import Hermes
+from hermes_core.plugins import PluginLoadWarning, get_plugin_manager, load_entrypoint_plugins
+from hermes_core.registry import Registry
+from hermes_hookspecs import (
+    PluginError,
+    RegistrationError,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+    UnknownNameError,
+    hookimpl,
+    specs,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_hookspec_is_documented_with_its_exact_signature() -> None:
+    text = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    names = hook_names()
+    assert len(names) >= 20
+    for name in names:
+        assert f"### `{name}`" in text, f"{name} missing from docs/hooks.md"
+        assert hook_signature(name) in text, f"signature of {name} differs in docs/hooks.md"
+
+
+def test_generated_docs_are_fresh() -> None:
+    assert docsgen_main(["--check"]) == 0
+
+
+def test_every_hookspec_has_a_docstring_and_types() -> None:
+    for name in hook_names():
+        fn = getattr(specs, name)
+        assert fn.__doc__ and len(fn.__doc__.strip()) > 20, name
+        sig = inspect.signature(fn)
+        assert sig.return_annotation is not inspect.Signature.empty, name
+        for param in sig.parameters.values():
+            assert param.annotation is not inspect.Parameter.empty, (name, param.name)
+
+
+class Echo(Summarizer):
+    name = "echo"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:  # pragma: no cover
+        raise NotImplementedError
+
+
+class RegistersEcho:
+    @hookimpl
+    def register_summarizers(self, register):  # type: ignore[no-untyped-def]
+        register(Echo())
+
+
+class AlsoRegistersEcho:
+    @hookimpl
+    def register_summarizers(self, register):  # type: ignore[no-untyped-def]
+        register(Echo())
+
+
+def test_duplicate_registration_names_both_plugins() -> None:
+    pm = get_plugin_manager(
+        settings_from({}),
+        load_entrypoints=False,
+        plugins=[("first", RegistersEcho()), ("second", AlsoRegistersEcho())],
+    )
+    with pytest.raises(RegistrationError) as info:
+        Registry(pm, settings_from({}))
+    message = str(info.value)
+    assert "'echo'" in message and "'first'" in message and "'second'" in message
+
+
+def test_registering_a_wrong_object_is_an_error() -> None:
+    class Bad:
+        @hookimpl
+        def register_summarizers(self, register):  # type: ignore[no-untyped-def]
+            register(object())
+
+    pm = get_plugin_manager(settings_from({}), load_entrypoints=False, plugins=[("bad", Bad())])
+    with pytest.raises(RegistrationError, match="bad"):
+        Registry(pm, settings_from({}))
+
+
+def test_unknown_name_lists_registered_names() -> None:
+    host = Hermes(
+        settings_from({"compression": {"summarizer": "nope"}}),
+        load_entrypoints=False,
+        plugins=[RegistersEcho()],
+    )
+    with pytest.raises(UnknownNameError) as info:
+        host.summarizer()
+    assert "nope" in str(info.value) and "echo" in str(info.value)
+
+
+def test_misspelt_hook_is_rejected() -> None:
+    class Typo:
+        @hookimpl
+        def pre_llm_cal(self):  # type: ignore[no-untyped-def]
+            return None
+
+    with pytest.raises(PluginError, match="unknown hook"):
+        get_plugin_manager(settings_from({}), load_entrypoints=False, plugins=[Typo()])
+
+
+def _make_dist(tmp_path: Path, name: str, module_source: str) -> Path:
+    """A real installed distribution (dist-info with an entry point) in tmp_path."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / f"{name}.py").write_text(textwrap.dedent(module_source), encoding="utf-8")
+    info = site / f"{name}-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2.3\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(f"[hermes_core]\n{name} = {name}\n", encoding="utf-8")
+    return site
+
+
+def test_a_broken_third_party_plugin_does_not_stop_the_others(tmp_path: Path) -> None:
+    site = _make_dist(tmp_path, "broken_plugin", "raise RuntimeError('boom at import')\n")
+    _make_dist(
+        tmp_path,
+        "good_plugin",
+        """
+        from hermes_hookspecs import hookimpl
+
+        @hookimpl
+        def pre_llm_call():
+            return "good"
+        """,
+    )
+    sys.path.insert(0, str(site))
+    try:
+        eps = metadata.entry_points(group="hermes_core")
+        ours = [ep for ep in eps if ep.name in ("broken_plugin", "good_plugin")]
+        assert len(ours) == 2
+        pm = get_plugin_manager(settings_from({}), load_entrypoints=False)
+        with pytest.warns(PluginLoadWarning) as record:
+            load_entrypoint_plugins(pm, settings_from({}), entry_points=ours)
+        message = str(record[0].message)
+        assert "broken_plugin" in message and "1.2.3" in message and "boom at import" in message
+        assert pm.get_plugin("good_plugin") is not None
+        assert pm.get_plugin("broken_plugin") is None
+        strict = settings_from({"plugins": {"strict": True}})
+        pm2 = get_plugin_manager(strict, load_entrypoints=False)
+        with pytest.raises(PluginError, match="broken_plugin"):
+            load_entrypoint_plugins(pm2, strict, entry_points=ours)
+    finally:
+        sys.path.remove(str(site))
+        for mod in ("broken_plugin", "good_plugin"):
+            sys.modules.pop(mod, None)
+
+
+def test_blocking_a_default_plugin_removes_its_registrations() -> None:
+    loaded = Hermes(settings_from({}), load_entrypoints=True)
+    assert "tiktoken" in loaded.registry.names("tokens")
+    blocked = Hermes(
+        settings_from({"plugins": {"block": ["tiktoken_counter"]}}), load_entrypoints=True
+    )
+    assert "tiktoken" not in blocked.registry.names("tokens")
+    assert blocked.pm.is_blocked("tiktoken_counter")
+    # the estimator takes over, flagged as inexact
+    assert blocked.tokens().exact is False
+
+
+def test_allowlist_loads_only_named_plugins() -> None:
+    host = Hermes(settings_from({"plugins": {"load": ["tiktoken_counter"]}}), load_entrypoints=True)
+    names = {name for name, plugin in host.pm.list_name_plugin() if plugin is not None}
+    assert "tiktoken_counter" in names
+    assert "prompt_defaults" not in names
+    assert host.pm.is_blocked("prompt_defaults")
+
+
+def test_the_core_imports_no_plugin() -> None:
+    for path in (ROOT / "hermes_core").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith("hermes_plugin_"), f"{path} imports {name}"
+    code = (
+        "import sys, pkgutil, importlib, hermes_core\n"
+        "for m in pkgutil.walk_packages(hermes_core.__path__, 'hermes_core.'):\n"
+        "    if not m.name.endswith(('pytest_plugin', '__main__')):\n"
+        "        try:\n"
+        "            importlib.import_module(m.name)\n"
+        "        except ImportError as exc:  # an optional extra's module names its extra\n"
+        '            if "hermes-session-core[" not in str(exc):\n'
+        "                raise\n"
+        "bad = [m for m in sys.modules if m.startswith('hermes_plugin_')]\n"
+        "assert not bad, bad\n"
+    )
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_trace_prints_hook_calls(capfd: pytest.CaptureFixture[str]) -> None:
+    class Plugin:
+        @hookimpl
+        def pre_llm_call(self):  # type: ignore[no-untyped-def]
+            return "x"
+
+    pm = get_plugin_manager(
+        settings_from({"plugins": {"trace": True}}), load_entrypoints=False, plugins=[Plugin()]
+    )
+    pm.hook.pre_llm_call(session=None, messages=[], user_message=None)
+    assert "pre_llm_call" in capfd.readouterr().err
