@@ -39,20 +39,10 @@ from hermes_hookspecs import (
     hookimpl,
     specs,
 )
+from tests.hosts import HostFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPT = ROOT / "transcripts" / "openai-chat" / "openhands-django-11149.json.gz"
-
-
-def make_host(tmp_path: Path, *plugins: object, **overrides: Any) -> Hermes:
-    data: dict[str, Any] = {
-        "plugins": {"autoload": True, "block": ["memory_builtin"]},
-        "session": {"path": str(tmp_path / "s.db"), "lease_wait": 5.0},
-        "memory": {"home": str(tmp_path / "mem")},
-    }
-    for key, value in overrides.items():
-        data.setdefault(key, {}).update(value)
-    return Hermes(settings_from(data), plugins=plugins)
 
 
 class KeepLastEngine(ContextEngine):
@@ -250,160 +240,150 @@ def test_recorder_implements_every_hook() -> None:
     assert implemented == set(hook_names())
 
 
-def test_hook_order_over_a_session_life(tmp_path: Path) -> None:
+def test_hook_order_over_a_session_life(tmp_path: Path, make_host: HostFactory) -> None:
     rec = Recorder()
-    host = make_host(tmp_path, rec, compression={"engine": "keep-last"})
-    try:
-        session = host.new_session(cwd=str(tmp_path))
-        with session.turn() as turn:
-            turn.prepare("first question")
-            turn.record_response({"role": "assistant", "content": "first answer"})
-            turn.commit()
-        rec.calls.clear()
-        with session.turn() as turn:
-            turn.prepare("second question")
-            turn.record_response({"role": "assistant", "content": "second answer"})
-            turn.commit()
-        turn_rows = host.store().all_messages(session.id)[-2:]
-        assert [r.annotations["recorder"] for r in turn_rows] == [
-            {"role": "user", "chars": len("second question")},
-            {"role": "assistant", "chars": len("second answer")},
-        ]
-        session.compress()
-        session.end()
-        calls = [c for c in rec.calls if c != "redaction_rules"]
-        assert calls == [
-            "pre_llm_call",
-            "detect_harness",  # the user message
-            "annotate_message",
-            "select_context",
-            "annotate_message",  # the response (assistant text is never harness)
-            "post_llm_call",
-            "on_turn_committed",
-            "on_pre_compress",
-            "compress",
-            "prompt_blocks",
-            "tool_schemas",
-            "on_session_switch:compression",
-            "on_compressed",
-            "on_session_end",
-        ]
-    finally:
-        host.close()
+    host = make_host(rec, compression={"engine": "keep-last"})
+    session = host.new_session(cwd=str(tmp_path))
+    with session.turn() as turn:
+        turn.prepare("first question")
+        turn.record_response({"role": "assistant", "content": "first answer"})
+        turn.commit()
+    rec.calls.clear()
+    with session.turn() as turn:
+        turn.prepare("second question")
+        turn.record_response({"role": "assistant", "content": "second answer"})
+        turn.commit()
+    turn_rows = host.store().all_messages(session.id)[-2:]
+    assert [r.annotations["recorder"] for r in turn_rows] == [
+        {"role": "user", "chars": len("second question")},
+        {"role": "assistant", "chars": len("second answer")},
+    ]
+    session.compress()
+    session.end()
+    calls = [c for c in rec.calls if c != "redaction_rules"]
+    assert calls == [
+        "pre_llm_call",
+        "detect_harness",  # the user message
+        "annotate_message",
+        "select_context",
+        "annotate_message",  # the response (assistant text is never harness)
+        "post_llm_call",
+        "on_turn_committed",
+        "on_pre_compress",
+        "compress",
+        "prompt_blocks",
+        "tool_schemas",
+        "on_session_switch:compression",
+        "on_compressed",
+        "on_session_end",
+    ]
 
 
-def test_per_turn_context_goes_only_into_the_user_api_content(tmp_path: Path) -> None:
+def test_per_turn_context_goes_only_into_the_user_api_content(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     rec = Recorder()
-    host = make_host(tmp_path, rec, compression={"engine": "keep-last"})
-    try:
-        session = host.new_session(cwd=str(tmp_path))
-        system_before = session.prompt.text
-        with session.turn() as turn:
-            request = turn.prepare("where is the key?")
-            user = request.messages[-1]
-            assert user["role"] == "user"
-            assert "vault path secret/deploy" in user["content"]
-            assert "vault" not in request.messages[0]["content"]
-            turn.record_response({"role": "assistant", "content": "in the vault"})
-            turn.commit()
-        stored = host.store().active_messages(session.id)
-        assert stored[0].message.content == "where is the key?"
-        assert "secret/deploy" in str(stored[0].api_content)
-        with session.turn() as turn:
-            again = turn.prepare("thanks")
-            assert again.messages[1] == user  # the exact bytes are resent
-            turn.abort()
-        assert session.prompt.text == system_before
-    finally:
-        host.close()
+    host = make_host(rec, compression={"engine": "keep-last"})
+    session = host.new_session(cwd=str(tmp_path))
+    system_before = session.prompt.text
+    with session.turn() as turn:
+        request = turn.prepare("where is the key?")
+        user = request.messages[-1]
+        assert user["role"] == "user"
+        assert "vault path secret/deploy" in user["content"]
+        assert "vault" not in request.messages[0]["content"]
+        turn.record_response({"role": "assistant", "content": "in the vault"})
+        turn.commit()
+    stored = host.store().active_messages(session.id)
+    assert stored[0].message.content == "where is the key?"
+    assert "secret/deploy" in str(stored[0].api_content)
+    with session.turn() as turn:
+        again = turn.prepare("thanks")
+        assert again.messages[1] == user  # the exact bytes are resent
+        turn.abort()
+    assert session.prompt.text == system_before
 
 
-def test_prompt_layers_order_and_tools_are_frozen(tmp_path: Path) -> None:
+def test_prompt_layers_order_and_tools_are_frozen(tmp_path: Path, make_host: HostFactory) -> None:
     rec = Recorder()
     (tmp_path / "AGENTS.md").write_text("Always run the tests.\x07\n", encoding="utf-8")
-    host = make_host(tmp_path, rec)
-    try:
-        session = host.new_session(
-            cwd=str(tmp_path),
-            caller_message="You review pull requests.",
-            tools=[{"type": "function", "function": {"name": "bash", "parameters": {}}}],
-        )
-        text = session.prompt.text
-        identity = text.index("capable software agent")
-        caller = text.index("You review pull requests.")
-        rules = text.index("Always run the tests.")
-        volatile = text.index("Recorder block.")
-        assert identity < caller < rules < volatile
-        assert "\x07" not in text and "control characters removed" in text
-        assert [t["function"]["name"] for t in session.prompt.tools] == [
-            "bash",
-            "session_open",  # the default recall plugin's tools
-            "session_search",
-            "zz_echo",
-            "zz_tool",
-        ]
-        assert host.store().get_blob(session.record.system_prompt_hash or "") == text
-    finally:
-        host.close()
+    host = make_host(rec)
+    session = host.new_session(
+        cwd=str(tmp_path),
+        caller_message="You review pull requests.",
+        tools=[{"type": "function", "function": {"name": "bash", "parameters": {}}}],
+    )
+    text = session.prompt.text
+    identity = text.index("capable software agent")
+    caller = text.index("You review pull requests.")
+    rules = text.index("Always run the tests.")
+    volatile = text.index("Recorder block.")
+    assert identity < caller < rules < volatile
+    assert "\x07" not in text and "control characters removed" in text
+    assert [t["function"]["name"] for t in session.prompt.tools] == [
+        "bash",
+        "session_open",  # the default recall plugin's tools
+        "session_search",
+        "zz_echo",
+        "zz_tool",
+    ]
+    assert host.store().get_blob(session.record.system_prompt_hash or "") == text
 
 
-def test_rebuild_keeps_the_hash_when_bytes_are_equal(tmp_path: Path) -> None:
-    host = make_host(tmp_path)
-    try:
-        session = host.new_session(cwd=str(tmp_path))
-        before = session.prompt.prompt_hash
-        assert session.rebuild_prompt() is False
-        assert session.prompt.prompt_hash == before
-    finally:
-        host.close()
+def test_rebuild_keeps_the_hash_when_bytes_are_equal(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    host = make_host()
+    session = host.new_session(cwd=str(tmp_path))
+    before = session.prompt.prompt_hash
+    assert session.rebuild_prompt() is False
+    assert session.prompt.prompt_hash == before
 
 
-def test_bad_input_is_refused_and_nothing_stored_changes(tmp_path: Path) -> None:
-    host = make_host(tmp_path)
-    try:
-        session = host.new_session()
-        with session.turn() as turn:
-            turn.prepare("hello")
-            turn.record_response({"role": "assistant", "content": "hi"})
-            turn.commit()
-        before = [m.model_dump() for m in host.store().active_messages(session.id)]
-        with session.turn() as turn:
-            with pytest.raises(ValidationError, match="expected a string"):
-                turn.prepare(42)
-            turn.prepare("next")
-            with pytest.raises(ValidationError, match="not valid JSON"):
-                turn.record_response(
-                    {
-                        "role": "assistant",
-                        "tool_calls": [
-                            {
-                                "id": "c1",
-                                "type": "function",
-                                "function": {"name": "x", "arguments": "{oops"},
-                            }
-                        ],
-                    }
-                )
-            with pytest.raises(ValidationError, match="unknown call id"):
-                turn.add_tool_result("nope", "out")
-        after = [m.model_dump() for m in host.store().active_messages(session.id)]
-        assert after == before
-    finally:
-        host.close()
+def test_bad_input_is_refused_and_nothing_stored_changes(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    host = make_host()
+    session = host.new_session()
+    with session.turn() as turn:
+        turn.prepare("hello")
+        turn.record_response({"role": "assistant", "content": "hi"})
+        turn.commit()
+    before = [m.model_dump() for m in host.store().active_messages(session.id)]
+    with session.turn() as turn:
+        with pytest.raises(ValidationError, match="expected a string"):
+            turn.prepare(42)
+        turn.prepare("next")
+        with pytest.raises(ValidationError, match="not valid JSON"):
+            turn.record_response(
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "x", "arguments": "{oops"},
+                        }
+                    ],
+                }
+            )
+        with pytest.raises(ValidationError, match="unknown call id"):
+            turn.add_tool_result("nope", "out")
+    after = [m.model_dump() for m in host.store().active_messages(session.id)]
+    assert after == before
 
 
-def test_a_raising_prompt_block_hook_names_the_plugin(tmp_path: Path) -> None:
+def test_a_raising_prompt_block_hook_names_the_plugin(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     class Boom:
         @hookimpl
         def prompt_blocks(self):  # type: ignore[no-untyped-def]
             raise RuntimeError("kaput")
 
-    host = make_host(tmp_path, ("boom-plugin", Boom()))
-    try:
-        with pytest.raises(PluginError, match=r"boom-plugin.*kaput"):
-            host.new_session()
-    finally:
-        host.close()
+    host = make_host(("boom-plugin", Boom()))
+    with pytest.raises(PluginError, match=r"boom-plugin.*kaput"):
+        host.new_session()
 
 
 def _replay_messages() -> list[dict[str, Any]]:
@@ -415,24 +395,23 @@ def _replay_messages() -> list[dict[str, Any]]:
 
 def test_replay_keeps_the_whole_previous_request_as_prefix_and_resumes_byte_identical(
     tmp_path: Path,
+    make_host: HostFactory,
 ) -> None:
     from hermes_core.replay import replay
 
-    host = make_host(tmp_path, model={"context_length": 1_000_000})
-    try:
-        report = replay(host, TRANSCRIPT)
-        assert report.requests > 20
-        assert not report.compressions
-        entries = host.store().prefix_entries(report.session_id)
-        assert entries[0].break_reason == "first"
-        assert all(e.break_reason is None for e in entries[1:])
-        assert report.prefix_reuse == 1.0
-        session = host.open_session(report.session_id)
-        with session.turn() as turn:
-            local = turn.prepare("one more question")
-            turn.abort()
-    finally:
-        host.close()
+    host = make_host(model={"context_length": 1_000_000})
+    report = replay(host, TRANSCRIPT)
+    assert report.requests > 20
+    assert not report.compressions
+    entries = host.store().prefix_entries(report.session_id)
+    assert entries[0].break_reason == "first"
+    assert all(e.break_reason is None for e in entries[1:])
+    assert report.prefix_reuse == 1.0
+    session = host.open_session(report.session_id)
+    with session.turn() as turn:
+        local = turn.prepare("one more question")
+        turn.abort()
+    host.close()
     code = textwrap.dedent(
         f"""
         import json, warnings
@@ -468,9 +447,9 @@ def test_hookspec_module_is_the_single_contract() -> None:
         assert getattr(specs, name).__doc__
 
 
-def test_rotation_mode_continues_in_a_child_session(tmp_path: Path) -> None:
+def test_rotation_mode_continues_in_a_child_session(tmp_path: Path, make_host: HostFactory) -> None:
     rec = Recorder()
-    host = make_host(tmp_path, rec, compression={"engine": "keep-last", "in_place": False})
+    host = make_host(rec, compression={"engine": "keep-last", "in_place": False})
     switches: list[tuple[str, str, str]] = []
 
     class Switches:
@@ -479,57 +458,53 @@ def test_rotation_mode_continues_in_a_child_session(tmp_path: Path) -> None:
             switches.append((old_session_id, new_session_id, reason))
 
     host.pm.register(Switches())
-    try:
-        session = host.new_session(cwd=str(tmp_path), title="rotating")
-        parent = session.id
-        for i in range(3):
-            with session.turn() as turn:
-                turn.prepare(f"question {i}")
-                turn.record_response({"role": "assistant", "content": f"answer {i}"})
-                turn.commit()
-        outcome = session.compress()
-        assert outcome.status == "compressed"
-        assert outcome.new_session_id and session.id == outcome.new_session_id != parent
-        store = host.store()
-        old = store.get_session(parent)
-        child = store.get_session(session.id)
-        assert old.end_reason == "compression" and child.parent_id == parent
-        assert child.title == "rotating"
-        assert switches[-1] == (parent, session.id, "compression")
-        assert store.current_lease(parent) is None  # the parent's lease was handed back
-        with session.turn() as turn:  # the next turn runs on the child
-            turn.prepare("after rotation")
-            turn.record_response({"role": "assistant", "content": "still here"})
-            turn.commit()
-        texts = [row.message.text() for row in store.active_messages(session.id)]
-        assert texts[-2:] == ["after rotation", "still here"]
-        assert all(not row.active for row in store.all_messages(parent))
-    finally:
-        host.close()
-
-
-def test_recorded_messages_carry_the_lean_identifier_annotation(tmp_path: Path) -> None:
-    host = make_host(tmp_path)
-    try:
-        session = host.new_session(cwd=str(tmp_path))
+    session = host.new_session(cwd=str(tmp_path), title="rotating")
+    parent = session.id
+    for i in range(3):
         with session.turn() as turn:
-            turn.prepare("the failure is in /srv/app/models.py, see #4512")
-            turn.record_response({"role": "assistant", "content": "Looking at commit 3f9c2ab71d"})
+            turn.prepare(f"question {i}")
+            turn.record_response({"role": "assistant", "content": f"answer {i}"})
             turn.commit()
-        rows = host.store().all_messages(session.id)
-        assert rows[0].annotations["lean_identifiers"] == {
-            "v": 1,
-            "ref": ["#4512"],
-            "path": ["/srv/app/models.py"],
-        }
-        assert rows[1].annotations["lean_identifiers"] == {"v": 1, "sha": ["3f9c2ab71d"]}
-    finally:
-        host.close()
+    outcome = session.compress()
+    assert outcome.status == "compressed"
+    assert outcome.new_session_id and session.id == outcome.new_session_id != parent
+    store = host.store()
+    old = store.get_session(parent)
+    child = store.get_session(session.id)
+    assert old.end_reason == "compression" and child.parent_id == parent
+    assert child.title == "rotating"
+    assert switches[-1] == (parent, session.id, "compression")
+    assert store.current_lease(parent) is None  # the parent's lease was handed back
+    with session.turn() as turn:  # the next turn runs on the child
+        turn.prepare("after rotation")
+        turn.record_response({"role": "assistant", "content": "still here"})
+        turn.commit()
+    texts = [row.message.text() for row in store.active_messages(session.id)]
+    assert texts[-2:] == ["after rotation", "still here"]
+    assert all(not row.active for row in store.all_messages(parent))
+
+
+def test_recorded_messages_carry_the_lean_identifier_annotation(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    host = make_host()
+    session = host.new_session(cwd=str(tmp_path))
+    with session.turn() as turn:
+        turn.prepare("the failure is in /srv/app/models.py, see #4512")
+        turn.record_response({"role": "assistant", "content": "Looking at commit 3f9c2ab71d"})
+        turn.commit()
+    rows = host.store().all_messages(session.id)
+    assert rows[0].annotations["lean_identifiers"] == {
+        "v": 1,
+        "ref": ["#4512"],
+        "path": ["/srv/app/models.py"],
+    }
+    assert rows[1].annotations["lean_identifiers"] == {"v": 1, "sha": ["3f9c2ab71d"]}
 
 
 @pytest.mark.parametrize("in_place", [True, False])
 def test_compaction_writes_the_rebuilt_prompt_in_its_own_transaction(
-    tmp_path: Path, in_place: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, in_place: bool, monkeypatch: pytest.MonkeyPatch, make_host: HostFactory
 ) -> None:
     builds: list[int] = []
 
@@ -546,123 +521,113 @@ def test_compaction_writes_the_rebuilt_prompt_in_its_own_transaction(
         ChangingBlock(),
         compression={"engine": "keep-last", "in_place": in_place},
     )
-    try:
-        session = host.new_session(cwd=str(tmp_path))
-        for i in range(2):
-            with session.turn() as turn:
-                turn.prepare(f"question {i}")
-                turn.record_response({"role": "assistant", "content": f"answer {i}"})
-                turn.commit()
-        old_hash = session.prompt.prompt_hash
-        store = host.store()
-        separate_writes: list[dict[str, Any]] = []
-        real_update = store.update_session
+    session = host.new_session(cwd=str(tmp_path))
+    for i in range(2):
+        with session.turn() as turn:
+            turn.prepare(f"question {i}")
+            turn.record_response({"role": "assistant", "content": f"answer {i}"})
+            turn.commit()
+    old_hash = session.prompt.prompt_hash
+    store = host.store()
+    separate_writes: list[dict[str, Any]] = []
+    real_update = store.update_session
 
-        def spy(session_id: str, **fields: Any) -> Any:
-            separate_writes.append(fields)
-            return real_update(session_id, **fields)
+    def spy(session_id: str, **fields: Any) -> Any:
+        separate_writes.append(fields)
+        return real_update(session_id, **fields)
 
-        monkeypatch.setattr(store, "update_session", spy)
-        outcome = session.compress()
-        assert outcome.status == "compressed" and outcome.prompt_changed
-        assert separate_writes == []  # hashes went in with archive_and_compact
-        row = store.get_session(session.id)
-        assert row.system_prompt_hash == session.prompt.prompt_hash != old_hash
-        assert store.get_blob(row.system_prompt_hash) == session.prompt.text
-        assert "Prompt build number" in session.prompt.text
-    finally:
-        host.close()
+    monkeypatch.setattr(store, "update_session", spy)
+    outcome = session.compress()
+    assert outcome.status == "compressed" and outcome.prompt_changed
+    assert separate_writes == []  # hashes went in with archive_and_compact
+    row = store.get_session(session.id)
+    assert row.system_prompt_hash == session.prompt.prompt_hash != old_hash
+    assert store.get_blob(row.system_prompt_hash) == session.prompt.text
+    assert "Prompt build number" in session.prompt.text
 
 
 def test_rotation_takes_the_child_lease_before_releasing_the_parent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_host: HostFactory
 ) -> None:
-    host = make_host(tmp_path, Recorder(), compression={"engine": "keep-last", "in_place": False})
-    try:
-        session = host.new_session(cwd=str(tmp_path))
-        parent = session.id
-        for i in range(2):
-            with session.turn() as turn:
-                turn.prepare(f"question {i}")
-                turn.record_response({"role": "assistant", "content": f"answer {i}"})
-                turn.commit()
-        store = host.store()
-        order: list[tuple[str, str]] = []
-        real_acquire, real_release = store.acquire_lease, store.release_lease
+    host = make_host(Recorder(), compression={"engine": "keep-last", "in_place": False})
+    session = host.new_session(cwd=str(tmp_path))
+    parent = session.id
+    for i in range(2):
+        with session.turn() as turn:
+            turn.prepare(f"question {i}")
+            turn.record_response({"role": "assistant", "content": f"answer {i}"})
+            turn.commit()
+    store = host.store()
+    order: list[tuple[str, str]] = []
+    real_acquire, real_release = store.acquire_lease, store.release_lease
 
-        def acquire(session_id: str, *args: Any, **kwargs: Any) -> Any:
-            order.append(("acquire", session_id))
-            return real_acquire(session_id, *args, **kwargs)
+    def acquire(session_id: str, *args: Any, **kwargs: Any) -> Any:
+        order.append(("acquire", session_id))
+        return real_acquire(session_id, *args, **kwargs)
 
-        def release(grant: Any) -> Any:
-            order.append(("release", grant.session_id))
-            return real_release(grant)
+    def release(grant: Any) -> Any:
+        order.append(("release", grant.session_id))
+        return real_release(grant)
 
-        monkeypatch.setattr(store, "acquire_lease", acquire)
-        monkeypatch.setattr(store, "release_lease", release)
-        outcome = session.compress()
-        child = outcome.new_session_id
-        assert child is not None
-        rotation = [step for step in order if step[1] in (parent, child)]
-        assert rotation.index(("acquire", child)) < rotation.index(("release", parent))
-    finally:
-        host.close()
+    monkeypatch.setattr(store, "acquire_lease", acquire)
+    monkeypatch.setattr(store, "release_lease", release)
+    outcome = session.compress()
+    child = outcome.new_session_id
+    assert child is not None
+    rotation = [step for step in order if step[1] in (parent, child)]
+    assert rotation.index(("acquire", child)) < rotation.index(("release", parent))
 
 
 def test_a_prompt_that_crowds_the_threshold_is_reported_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, make_host: HostFactory
 ) -> None:
-    host = make_host(tmp_path, model={"context_length": 16_000})
-    try:
-        with caplog.at_level("WARNING", logger="hermes_core.runtime"):
-            small = host.new_session(cwd=str(tmp_path), caller_message="Be brief.")
-            assert not [r for r in caplog.records if "of room" in r.getMessage()]
-            big = host.new_session(cwd=str(tmp_path), caller_message="Always check. " * 2_000)
-            with big.turn() as turn:  # reloads the view; the same prompt is not reported again
-                turn.prepare("hello")
-                turn.record_response({"role": "assistant", "content": "hi"})
-                turn.commit()
-        warnings = [r.getMessage() for r in caplog.records if "of room" in r.getMessage()]
-        assert len(warnings) == 1 and big.id in warnings[0] and small.id not in warnings[0]
-    finally:
-        host.close()
+    host = make_host(model={"context_length": 16_000})
+    with caplog.at_level("WARNING", logger="hermes_core.runtime"):
+        small = host.new_session(cwd=str(tmp_path), caller_message="Be brief.")
+        assert not [r for r in caplog.records if "of room" in r.getMessage()]
+        big = host.new_session(cwd=str(tmp_path), caller_message="Always check. " * 2_000)
+        with big.turn() as turn:  # reloads the view; the same prompt is not reported again
+            turn.prepare("hello")
+            turn.record_response({"role": "assistant", "content": "hi"})
+            turn.commit()
+    warnings = [r.getMessage() for r in caplog.records if "of room" in r.getMessage()]
+    assert len(warnings) == 1 and big.id in warnings[0] and small.id not in warnings[0]
 
 
 def test_a_failed_rotation_leaves_memory_on_the_parent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_host: HostFactory
 ) -> None:
     from hermes_core.runtime import Session
 
-    host = make_host(tmp_path, Recorder(), compression={"engine": "keep-last", "in_place": False})
-    try:
-        session = host.new_session(cwd=str(tmp_path))
-        for i in range(2):
-            with session.turn() as turn:
-                turn.prepare(f"question {i}")
-                turn.record_response({"role": "assistant", "content": f"answer {i}"})
-                turn.commit()
-        initialised: list[str] = []
-        real_init = Session._init_memory
+    host = make_host(Recorder(), compression={"engine": "keep-last", "in_place": False})
+    session = host.new_session(cwd=str(tmp_path))
+    for i in range(2):
+        with session.turn() as turn:
+            turn.prepare(f"question {i}")
+            turn.record_response({"role": "assistant", "content": f"answer {i}"})
+            turn.commit()
+    initialised: list[str] = []
+    real_init = Session._init_memory
 
-        def spy(hermes: Any, record: Any) -> None:
-            initialised.append(record.id)
-            real_init(hermes, record)
+    def spy(hermes: Any, record: Any) -> None:
+        initialised.append(record.id)
+        real_init(hermes, record)
 
-        def refuse(*args: Any, **kwargs: Any) -> Any:
-            raise LeaseLost("simulated: the lease moved on during the commit")
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise LeaseLost("simulated: the lease moved on during the commit")
 
-        monkeypatch.setattr(Session, "_init_memory", staticmethod(spy))
-        monkeypatch.setattr(host.store(), "archive_and_compact", refuse)
-        with pytest.raises(LeaseLost):
-            session.compress()
-        assert len(initialised) == 2 and initialised[0] != session.id  # staged for the child
-        assert initialised[-1] == session.id  # ... then back on the parent
-        assert host.store().get_session(session.id).end_reason is None
-    finally:
-        host.close()
+    monkeypatch.setattr(Session, "_init_memory", staticmethod(spy))
+    monkeypatch.setattr(host.store(), "archive_and_compact", refuse)
+    with pytest.raises(LeaseLost):
+        session.compress()
+    assert len(initialised) == 2 and initialised[0] != session.id  # staged for the child
+    assert initialised[-1] == session.id  # ... then back on the parent
+    assert host.store().get_session(session.id).end_reason is None
 
 
-def test_annotations_from_two_plugins_merge_and_a_shared_key_is_refused(tmp_path: Path) -> None:
+def test_annotations_from_two_plugins_merge_and_a_shared_key_is_refused(
+    make_host: HostFactory,
+) -> None:
     class First:
         @hookimpl
         def annotate_message(self, message, settings):  # type: ignore[no-untyped-def]
@@ -684,68 +649,63 @@ def test_annotations_from_two_plugins_merge_and_a_shared_key_is_refused(tmp_path
             return ["first"]
 
     message = Message(role="user", content="hello")
-    host = Hermes(settings_from({}), plugins=[First(), Second()], load_entrypoints=False)
+    host = make_host(First(), Second(), defaults=())
     assert host.annotate(message) == {"first": 5, "second": "user"}
-    host.close()
     for extra, pattern in ((Clash(), "returned by both"), (NotADict(), "expected a dict")):
-        host = Hermes(settings_from({}), plugins=[First(), extra], load_entrypoints=False)
-        try:
-            with pytest.raises(PluginError, match=pattern):
-                host.annotate(message)
-        finally:
-            host.close()
+        host = make_host(First(), extra, defaults=())
+        with pytest.raises(PluginError, match=pattern):
+            host.annotate(message)
 
 
-def test_framework_tools_are_frozen_run_and_recorded(tmp_path: Path) -> None:
+def test_framework_tools_are_frozen_run_and_recorded(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     rec = Recorder()
-    host = make_host(tmp_path, rec, compression={"engine": "keep-last"})
-    try:
-        session = host.new_session(cwd=str(tmp_path))
-        names = [t["function"]["name"] for t in session.prompt.tools]
-        assert "zz_echo" in names
-        with session.turn() as turn:
-            turn.prepare("<wrapper>harness text</wrapper>")
-            turn.record_response(
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "zz_echo", "arguments": '{"text": "hi"}'},
-                        },
-                        {
-                            "id": "c2",
-                            "type": "function",
-                            "function": {"name": "bash", "arguments": "{}"},
-                        },
-                        {
-                            "id": "c3",
-                            "type": "function",
-                            "function": {"name": "zz_echo", "arguments": "[1]"},
-                        },
-                    ],
-                }
-            )
-            left = turn.run_framework_tools()
-            assert [c.id for c in left] == ["c2"]
-            with pytest.raises(ValidationError, match="not a framework tool"):
-                turn.run_tool("c2")
-            turn.add_tool_result("c2", "ran bash")
-            request = turn.prepare()
-            tool_results = [m for m in request.messages if m["role"] == "tool"]
-            assert tool_results[0] == {
-                "role": "tool",
-                "content": f"echo hi in {session.id}",
-                "tool_call_id": "c1",
+    host = make_host(rec, compression={"engine": "keep-last"})
+    session = host.new_session(cwd=str(tmp_path))
+    names = [t["function"]["name"] for t in session.prompt.tools]
+    assert "zz_echo" in names
+    with session.turn() as turn:
+        turn.prepare("<wrapper>harness text</wrapper>")
+        turn.record_response(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "zz_echo", "arguments": '{"text": "hi"}'},
+                    },
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": "{}"},
+                    },
+                    {
+                        "id": "c3",
+                        "type": "function",
+                        "function": {"name": "zz_echo", "arguments": "[1]"},
+                    },
+                ],
             }
-            assert "must be a JSON object" in tool_results[1]["content"]
-            assert all("harness" not in m for m in request.messages)
-            turn.record_response({"role": "assistant", "content": "done"})
-            turn.commit()
-        rows = host.store().active_messages(session.id)
-        assert rows[0].message.harness == "recorder.wrapper"
-        assert [r.message.harness for r in rows[1:]] == [None] * (len(rows) - 1)
-    finally:
-        host.close()
+        )
+        left = turn.run_framework_tools()
+        assert [c.id for c in left] == ["c2"]
+        with pytest.raises(ValidationError, match="not a framework tool"):
+            turn.run_tool("c2")
+        turn.add_tool_result("c2", "ran bash")
+        request = turn.prepare()
+        tool_results = [m for m in request.messages if m["role"] == "tool"]
+        assert tool_results[0] == {
+            "role": "tool",
+            "content": f"echo hi in {session.id}",
+            "tool_call_id": "c1",
+        }
+        assert "must be a JSON object" in tool_results[1]["content"]
+        assert all("harness" not in m for m in request.messages)
+        turn.record_response({"role": "assistant", "content": "done"})
+        turn.commit()
+    rows = host.store().active_messages(session.id)
+    assert rows[0].message.harness == "recorder.wrapper"
+    assert [r.message.harness for r in rows[1:]] == [None] * (len(rows) - 1)
