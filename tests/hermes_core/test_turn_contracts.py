@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from hermes_core.config import settings_from
-from hermes_core.host import Hermes
 from hermes_core.runtime import MAX_ARGUMENT_DEPTH, UNANSWERED_RESULT
 from hermes_hookspecs import (
     CompressionRequest,
@@ -24,18 +22,13 @@ from hermes_hookspecs import (
     ValidationError,
     hookimpl,
 )
+from tests.hosts import HostFactory
 
 
-def host(tmp_path: Path, *plugins: object, **overrides: Any) -> Hermes:
-    data: dict[str, Any] = {
-        "plugins": {"autoload": True, "block": ["memory_builtin"]},
-        "session": {"path": str(tmp_path / "s.db"), "lease_wait": 5.0},
-        "memory": {"home": str(tmp_path / "mem")},
-        "model": {"context_length": 32_000},
-    }
-    for key, value in overrides.items():
-        data.setdefault(key, {}).update(value)
-    return Hermes(settings_from(data), plugins=plugins)
+@pytest.fixture
+def host(make_host: HostFactory) -> HostFactory:
+    """Hosts with the default plugins (memory_builtin blocked) and a 32K window."""
+    return make_host.with_sections(model={"context_length": 32_000})
 
 
 class KeepLast(ContextEngine):
@@ -95,8 +88,10 @@ def well_formed(messages: list[dict[str, Any]]) -> None:
 
 
 # -- item 1: real usage drives compression --------------------------------------------
-def test_reported_usage_over_the_threshold_compresses_at_commit(tmp_path: Path) -> None:
-    hermes = host(tmp_path)  # the default engine (compressor) and summarizer
+def test_reported_usage_over_the_threshold_compresses_at_commit(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host()  # the default engine (compressor) and summarizer
     session = hermes.new_session(cwd=".")
     for i in range(7):  # ~17K estimated tokens, under the 20,928 trigger
         chat(session, f"step {i}: " + " ".join(f"w{i}x{j}" for j in range(300)))
@@ -107,10 +102,12 @@ def test_reported_usage_over_the_threshold_compresses_at_commit(tmp_path: Path) 
     assert hermes.store().get_session(session.id).compression_count == 1
 
 
-def test_reported_usage_over_the_hygiene_line_compresses_before_the_turn(tmp_path: Path) -> None:
+def test_reported_usage_over_the_hygiene_line_compresses_before_the_turn(
+    tmp_path: Path, host: HostFactory
+) -> None:
     engine = KeepLast()
     engine.due = False  # the per-request checks never fire: only hygiene can
-    hermes = host(tmp_path, KeepLastPlugin(engine), compression={"engine": "keep-last"})
+    hermes = host(KeepLastPlugin(engine), compression={"engine": "keep-last"})
     session = hermes.new_session(cwd=".")
     for i in range(3):
         chat(session, f"step {i}")
@@ -135,8 +132,10 @@ class DropOldest:
         return [request.messages[0], *request.messages[2:]]
 
 
-def test_a_select_context_answer_sends_the_injected_user_content(tmp_path: Path) -> None:
-    hermes = host(tmp_path, Injector(), DropOldest())
+def test_a_select_context_answer_sends_the_injected_user_content(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(Injector(), DropOldest())
     session = hermes.new_session(cwd=".")
     chat(session, "first")
     with session.turn() as turn:
@@ -167,28 +166,30 @@ def _wire(tools: list[dict[str, Any]]) -> str:
     return json.dumps(tools)  # what an HTTP client sends: key order as given
 
 
-def test_resume_sends_the_same_tool_bytes(tmp_path: Path) -> None:
+def test_resume_sends_the_same_tool_bytes(tmp_path: Path, host: HostFactory) -> None:
     with_memory = {"plugins": {"block": []}}  # the builtin memory tool's schema too
-    first = host(tmp_path, **with_memory)
+    first = host(**with_memory)
     session = first.new_session(cwd=".", tools=[UNSORTED_TOOL])
     with session.turn() as turn:
         created = _wire(turn.prepare("hello").chat_body()["tools"])
         turn.record_response({"role": "assistant", "content": "hi"})
         turn.commit()
     assert "memory" in created
-    second = host(tmp_path, **with_memory)
+    second = host(**with_memory)
     resumed = second.open_session(session.id)
     with resumed.turn() as turn:
         assert _wire(turn.prepare("again").chat_body()["tools"]) == created
 
 
-def test_an_unanswered_prepare_is_not_a_request_of_the_ledger(tmp_path: Path) -> None:
-    hermes = host(tmp_path)
+def test_an_unanswered_prepare_is_not_a_request_of_the_ledger(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host()
     session = hermes.new_session(cwd=".", tools=[UNSORTED_TOOL])
     chat(session, "one")
     with session.turn() as turn:
         turn.prepare("never sent")  # then the turn aborts
-    again = host(tmp_path).open_session(session.id)
+    again = host().open_session(session.id)
     chat(again, "two")
     entries = hermes.store().prefix_entries(session.id)
     assert [e.break_reason for e in entries] == ["first", None]
@@ -196,8 +197,10 @@ def test_an_unanswered_prepare_is_not_a_request_of_the_ledger(tmp_path: Path) ->
 
 
 # -- item 4: nothing is stored before commit() ---------------------------------------
-def test_a_turn_compressed_mid_way_then_aborted_stores_nothing_of_itself(tmp_path: Path) -> None:
-    hermes = host(tmp_path, KeepLastPlugin(), compression={"engine": "keep-last"})
+def test_a_turn_compressed_mid_way_then_aborted_stores_nothing_of_itself(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(KeepLastPlugin(), compression={"engine": "keep-last"})
     session = hermes.new_session(cwd=".")
     for i in range(3):
         chat(session, f"step {i}")
@@ -222,8 +225,10 @@ def test_a_turn_compressed_mid_way_then_aborted_stores_nothing_of_itself(tmp_pat
     assert texts.count("long task") == 1
 
 
-def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(tmp_path: Path) -> None:
-    hermes = host(tmp_path, KeepLastPlugin(), compression={"engine": "keep-last"})
+def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(KeepLastPlugin(), compression={"engine": "keep-last"})
     session = hermes.new_session(cwd=".")
     for i in range(3):
         chat(session, f"step {i}")
@@ -248,8 +253,9 @@ def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(tmp_path: Pat
 # -- item 5: an unanswered tool call ---------------------------------------------------
 def test_commit_stubs_an_unanswered_tool_call_so_the_next_request_is_valid(
     tmp_path: Path,
+    host: HostFactory,
 ) -> None:
-    hermes = host(tmp_path)
+    hermes = host()
     session = hermes.new_session(cwd=".")
     with session.turn() as turn:
         turn.prepare("run both")
@@ -266,10 +272,12 @@ def test_commit_stubs_an_unanswered_tool_call_so_the_next_request_is_valid(
 
 
 # -- item 6: rotation with a stale handle ----------------------------------------------
-def test_a_stale_handle_follows_a_rotation_to_the_live_session(tmp_path: Path) -> None:
+def test_a_stale_handle_follows_a_rotation_to_the_live_session(
+    tmp_path: Path, host: HostFactory
+) -> None:
     settings = {"compression": {"engine": "keep-last", "in_place": False}}
-    a = host(tmp_path, KeepLastPlugin(), **settings)
-    b = host(tmp_path, KeepLastPlugin(), **settings)
+    a = host(KeepLastPlugin(), **settings)
+    b = host(KeepLastPlugin(), **settings)
     session_a = a.new_session(cwd=".")
     for i in range(3):
         chat(session_a, f"step {i}")
@@ -299,8 +307,10 @@ def test_a_stale_handle_follows_a_rotation_to_the_live_session(tmp_path: Path) -
 
 
 # -- item 7: a window the output reservation fills -------------------------------------
-def test_max_output_tokens_at_or_over_the_window_is_a_config_error(tmp_path: Path) -> None:
-    hermes = host(tmp_path, model={"context_length": 8_000, "max_output_tokens": 8_000})
+def test_max_output_tokens_at_or_over_the_window_is_a_config_error(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(model={"context_length": 8_000, "max_output_tokens": 8_000})
     with pytest.raises(ConfigError, match=r"max_output_tokens \(8000\).*context length \(8000\)"):
         hermes.threshold()
 
@@ -308,8 +318,9 @@ def test_max_output_tokens_at_or_over_the_window_is_a_config_error(tmp_path: Pat
 # -- item 9: tool arguments nested absurdly deep ----------------------------------------
 def test_deeply_nested_tool_arguments_are_refused_before_anything_is_stored(
     tmp_path: Path,
+    host: HostFactory,
 ) -> None:
-    hermes = host(tmp_path)
+    hermes = host()
     session = hermes.new_session(cwd=".")
     deep = "[" * 500 + "]" * 500
     with session.turn() as turn:

@@ -1,6 +1,6 @@
 """The recall plugin: session_search and session_open, driven through a real turn.
 
-A real SQLite store, the real default plugins (autoload), and the turn
+A real SQLite store, the real default plugins (named, autoload off), and the turn
 runtime's ``run_framework_tools()`` answering the model's calls, as an
 integrator's loop would hand them over.
 """
@@ -9,33 +9,24 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hermes_core.config import settings_from
 from hermes_core.host import Hermes
 from hermes_core.tools import session_lineage
-
-
-def make_host(tmp_path: Path, **overrides: Any) -> Hermes:
-    data: dict[str, Any] = {
-        "plugins": {"autoload": True, "block": ["memory_builtin"]},
-        "model": {"context_length": 8_000},
-        "session": {"path": str(tmp_path / "s.db")},
-        "memory": {"home": str(tmp_path / "mem")},
-    }
-    for key, value in overrides.items():
-        data.setdefault(key, {}).update(value)
-    return Hermes(settings_from(data))
+from tests.hosts import HostFactory
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Any:
-    hermes = make_host(tmp_path)
-    yield hermes
-    hermes.close()
+def hosts(make_host: HostFactory) -> HostFactory:
+    """Hosts with the default plugins (memory_builtin blocked) and an 8K window."""
+    return make_host.with_sections(model={"context_length": 8_000})
+
+
+@pytest.fixture
+def host(hosts: HostFactory) -> Hermes:
+    return hosts()
 
 
 def call(name: str, arguments: Any, call_id: str = "c1") -> dict[str, Any]:
@@ -151,16 +142,13 @@ def test_results_stay_within_the_token_budget_and_page_long_messages(host: Herme
     assert "past the end" in past
 
 
-def test_a_rotated_session_searches_its_ancestors(tmp_path: Path) -> None:
-    host = make_host(tmp_path, compression={"in_place": False})
-    try:
-        session = host.new_session()
-        parent_id = session.id
-        seed(host, session, ["the zebra-77 rollout broke staging", "unrelated"])
-        session.compress()
-        assert session.id != parent_id  # rotated into a child (maybe more than once)
-        assert parent_id in session_lineage(host.store(), session.id)
-        [found] = ask(session, call("session_search", {"query": "zebra-77 rollout"}))
-        assert "zebra-77" in found
-    finally:
-        host.close()
+def test_a_rotated_session_searches_its_ancestors(hosts: HostFactory) -> None:
+    host = hosts(compression={"in_place": False})
+    session = host.new_session()
+    parent_id = session.id
+    seed(host, session, ["the zebra-77 rollout broke staging", "unrelated"])
+    session.compress()
+    assert session.id != parent_id  # rotated into a child (maybe more than once)
+    assert parent_id in session_lineage(host.store(), session.id)
+    [found] = ask(session, call("session_search", {"query": "zebra-77 rollout"}))
+    assert "zebra-77" in found
