@@ -7,7 +7,6 @@ import inspect
 import os
 import subprocess
 import sys
-import textwrap
 from importlib import metadata
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from hermes_hookspecs import (
     hookimpl,
     specs,
 )
+from tests.plugin_site import PluginSite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,24 +119,9 @@ def test_misspelt_hook_is_rejected() -> None:
         get_plugin_manager(settings_from({}), load_entrypoints=False, plugins=[Typo()])
 
 
-def _make_dist(tmp_path: Path, name: str, module_source: str) -> Path:
-    """A real installed distribution (dist-info with an entry point) in tmp_path."""
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / f"{name}.py").write_text(textwrap.dedent(module_source), encoding="utf-8")
-    info = site / f"{name}-1.2.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2.3\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(f"[hermes_core]\n{name} = {name}\n", encoding="utf-8")
-    return site
-
-
-def test_a_broken_third_party_plugin_does_not_stop_the_others(tmp_path: Path) -> None:
-    site = _make_dist(tmp_path, "broken_plugin", "raise RuntimeError('boom at import')\n")
-    _make_dist(
-        tmp_path,
+def test_a_broken_third_party_plugin_does_not_stop_the_others(plugin_site: PluginSite) -> None:
+    plugin_site.add("broken_plugin", "raise RuntimeError('boom at import')\n")
+    plugin_site.add(
         "good_plugin",
         """
         from hermes_hookspecs import hookimpl
@@ -146,26 +131,21 @@ def test_a_broken_third_party_plugin_does_not_stop_the_others(tmp_path: Path) ->
             return "good"
         """,
     )
-    sys.path.insert(0, str(site))
-    try:
-        eps = metadata.entry_points(group="hermes_core")
-        ours = [ep for ep in eps if ep.name in ("broken_plugin", "good_plugin")]
-        assert len(ours) == 2
-        pm = get_plugin_manager(settings_from({}), load_entrypoints=False)
-        with pytest.warns(PluginLoadWarning) as record:
-            load_entrypoint_plugins(pm, settings_from({}), entry_points=ours)
-        message = str(record[0].message)
-        assert "broken_plugin" in message and "1.2.3" in message and "boom at import" in message
-        assert pm.get_plugin("good_plugin") is not None
-        assert pm.get_plugin("broken_plugin") is None
-        strict = settings_from({"plugins": {"strict": True}})
-        pm2 = get_plugin_manager(strict, load_entrypoints=False)
-        with pytest.raises(PluginError, match="broken_plugin"):
-            load_entrypoint_plugins(pm2, strict, entry_points=ours)
-    finally:
-        sys.path.remove(str(site))
-        for mod in ("broken_plugin", "good_plugin"):
-            sys.modules.pop(mod, None)
+    plugin_site.activate()
+    eps = metadata.entry_points(group="hermes_core")
+    ours = [ep for ep in eps if ep.name in ("broken_plugin", "good_plugin")]
+    assert len(ours) == 2
+    pm = get_plugin_manager(settings_from({}), load_entrypoints=False)
+    with pytest.warns(PluginLoadWarning) as record:
+        load_entrypoint_plugins(pm, settings_from({}), entry_points=ours)
+    message = str(record[0].message)
+    assert "broken_plugin" in message and "1.2.3" in message and "boom at import" in message
+    assert pm.get_plugin("good_plugin") is not None
+    assert pm.get_plugin("broken_plugin") is None
+    strict = settings_from({"plugins": {"strict": True}})
+    pm2 = get_plugin_manager(strict, load_entrypoints=False)
+    with pytest.raises(PluginError, match="broken_plugin"):
+        load_entrypoint_plugins(pm2, strict, entry_points=ours)
 
 
 def test_blocking_a_default_plugin_removes_its_registrations() -> None:

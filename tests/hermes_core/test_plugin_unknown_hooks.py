@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from importlib import metadata
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from hermes_core.config import settings_from
 from hermes_core.plugins import PluginLoadWarning, get_plugin_manager, load_entrypoint_plugins
 from hermes_hookspecs import PluginError
+from tests.plugin_site import PluginSite
 
 TYPO = """
 from hermes_hookspecs import hookimpl
@@ -32,29 +32,11 @@ def pre_llm_call(user_message):
 """
 
 
-def _make_dist(site: Path, name: str, source: str) -> None:
-    site.mkdir(exist_ok=True)
-    (site / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
-    info = site / f"{name}_dist-4.5.6.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {name}-dist\nVersion: 4.5.6\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(f"[hermes_core]\n{name} = {name}\n", encoding="utf-8")
-
-
 @pytest.fixture
-def site(tmp_path: Path):  # type: ignore[no-untyped-def]
-    site = tmp_path / "site"
-    _make_dist(site, "typo_plugin", TYPO)
-    _make_dist(site, "fine_plugin", GOOD)
-    sys.path.insert(0, str(site))
-    try:
-        yield site
-    finally:
-        sys.path.remove(str(site))
-        for mod in ("typo_plugin", "fine_plugin"):
-            sys.modules.pop(mod, None)
+def site(plugin_site: PluginSite) -> Path:
+    for name, source in (("typo_plugin", TYPO), ("fine_plugin", GOOD)):
+        plugin_site.add(name, source, distribution=f"{name}-dist", version="4.5.6")
+    return plugin_site.activate()
 
 
 def _ours() -> list[metadata.EntryPoint]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import types
 import warnings
 from importlib import metadata
@@ -25,7 +24,7 @@ from hermes_hookspecs import (
     hookspec,
     specs,
 )
-from tests.hermes_core.test_core_plugins import _make_dist
+from tests.plugin_site import PluginSite
 
 
 def test_the_contract_carries_its_version() -> None:
@@ -69,9 +68,8 @@ def test_a_plugin_outside_its_declared_range_is_refused_with_both_versions() -> 
         check_contract("typo", _plugin("version one"))
 
 
-def test_an_incompatible_entry_point_plugin_is_listed_as_failed(tmp_path: Path) -> None:
-    site = _make_dist(
-        tmp_path,
+def test_an_incompatible_entry_point_plugin_is_listed_as_failed(plugin_site: PluginSite) -> None:
+    plugin_site.add(
         "old_contract_plugin",
         """
         from hermes_hookspecs import hookimpl
@@ -83,27 +81,21 @@ def test_an_incompatible_entry_point_plugin_is_listed_as_failed(tmp_path: Path) 
             return "old"
         """,
     )
-    sys.path.insert(0, str(site))
-    try:
-        eps = [
-            ep
-            for ep in metadata.entry_points(group="hermes_core")
-            if ep.name == "old_contract_plugin"
-        ]
-        pm = get_plugin_manager(settings_from({}), load_entrypoints=False)
-        with pytest.warns(PluginLoadWarning, match="supports hermes contract '<1'"):
-            load_entrypoint_plugins(pm, settings_from({}), entry_points=eps)
-        assert pm.get_plugin("old_contract_plugin") is None
-        origin = pm.hermes_origins.origins["old_contract_plugin"]  # type: ignore[attr-defined]
-        assert "contract" in origin.error and CONTRACT_VERSION in origin.error
-        strict = settings_from({"plugins": {"strict": True}})
-        with pytest.raises(PluginError, match="old_contract_plugin"):
-            load_entrypoint_plugins(
-                get_plugin_manager(strict, load_entrypoints=False), strict, entry_points=eps
-            )
-    finally:
-        sys.path.remove(str(site))
-        sys.modules.pop("old_contract_plugin", None)
+    plugin_site.activate()
+    eps = [
+        ep for ep in metadata.entry_points(group="hermes_core") if ep.name == "old_contract_plugin"
+    ]
+    pm = get_plugin_manager(settings_from({}), load_entrypoints=False)
+    with pytest.warns(PluginLoadWarning, match="supports hermes contract '<1'"):
+        load_entrypoint_plugins(pm, settings_from({}), entry_points=eps)
+    assert pm.get_plugin("old_contract_plugin") is None
+    origin = pm.hermes_origins.origins["old_contract_plugin"]  # type: ignore[attr-defined]
+    assert "contract" in origin.error and CONTRACT_VERSION in origin.error
+    strict = settings_from({"plugins": {"strict": True}})
+    with pytest.raises(PluginError, match="old_contract_plugin"):
+        load_entrypoint_plugins(
+            get_plugin_manager(strict, load_entrypoints=False), strict, entry_points=eps
+        )
 
 
 class DeprecatingSpecs:

@@ -31,7 +31,7 @@ from hermes_hookspecs import (
     NewSession,
     hookimpl,
 )
-from tests.hermes_core.test_core_plugins import _make_dist
+from tests.plugin_site import PluginSite
 
 ROOT = Path(__file__).resolve().parents[3]
 TRANSCRIPT = ROOT / "transcripts" / "openai-chat" / "openhands-django-11149.json.gz"
@@ -248,8 +248,10 @@ def register_context_engines(register):
 """
 
 
-def test_cli_replay_names_engine_lists_skips_and_warns_over_the_window(tmp_path: Path) -> None:
-    site = _make_dist(tmp_path, "never_engine", NEVER_ENGINE_PLUGIN)
+def test_cli_replay_names_engine_lists_skips_and_warns_over_the_window(
+    tmp_path: Path, plugin_site: PluginSite
+) -> None:
+    site = plugin_site.add("never_engine", NEVER_ENGINE_PLUGIN)
     env = {"PYTHONPATH": str(site), "HERMES_CORE__COMPRESSION__ENGINE": "never"}
     args = ["replay", str(TRANSCRIPT), "--context-length", "12000"]
     out = run(tmp_path, *args, "--db", str(tmp_path / "w.db"), env=env)
@@ -338,10 +340,10 @@ def register_commands(cli):
 """
 
 
-def test_plugins_add_commands(tmp_path: Path) -> None:
-    site = _make_dist(tmp_path, "greeter_plugin", COMMANDS_PLUGIN)
-    _make_dist(tmp_path, "broken_commands", BROKEN_COMMANDS_PLUGIN)
-    _make_dist(tmp_path, "future_plugin", 'hermes_contract = ">=99"\n')
+def test_plugins_add_commands(tmp_path: Path, plugin_site: PluginSite) -> None:
+    site = plugin_site.add("greeter_plugin", COMMANDS_PLUGIN)
+    plugin_site.add("broken_commands", BROKEN_COMMANDS_PLUGIN)
+    plugin_site.add("future_plugin", 'hermes_contract = ">=99"\n')
     env = {"PYTHONPATH": str(site)}
     hello = run(tmp_path, "hello", "--traceback", env=env)
     assert hello.returncode == 0 and hello.stdout == "hello from a plugin\n", hello.stderr

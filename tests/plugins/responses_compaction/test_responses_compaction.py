@@ -15,7 +15,7 @@ import json
 import math
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,6 @@ from openai.types.responses.response_compaction_item_param_param import (
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 from pydantic import TypeAdapter
 
-from hermes_core.config import settings_from
 from hermes_core.host import Hermes
 from hermes_core.requests import PreparedRequest, message_to_response_items
 from hermes_core.testing.fake_openai import (
@@ -66,6 +65,7 @@ from hermes_plugin_responses_compaction import (
     input_items,
     parse_settings,
 )
+from tests.hosts import HostFactory
 
 MODEL = "gpt-5.5"
 SYSTEM = "You are a careful software agent."
@@ -654,19 +654,22 @@ class LocalEnginePlugin:
         register(KeepLastTurnEngine())
 
 
-def make_host(tmp_path: Path, responses: dict[str, Any]) -> Hermes:
-    settings = settings_from(
-        {
+@pytest.fixture
+def responses_host(make_host: HostFactory) -> Callable[..., Hermes]:
+    """``responses_host(responses, folder=None)``: a host with the ``responses`` backend."""
+
+    def make(responses: dict[str, Any], folder: Path | None = None) -> Hermes:
+        return make_host(
+            LocalEnginePlugin(),
+            folder=folder,
             # only the plugins this test is about: the store, the counter and this backend
-            "plugins": {"load": ["sqlite_store", "tiktoken_counter", "responses_compaction"]},
-            "session": {"path": str(tmp_path / "sessions.db"), "lease_wait": 5.0},
-            "memory": {"home": str(tmp_path / "memory")},
-            "model": {"name": MODEL},
-            "compression": {"engine": KeepLastTurnEngine.name},
-            "compaction": {"backend": "responses", "responses": responses},
-        }
-    )
-    return Hermes(settings, plugins=[LocalEnginePlugin()])
+            plugins={"load": ["sqlite_store", "tiktoken_counter", "responses_compaction"]},
+            model={"name": MODEL},
+            compression={"engine": KeepLastTurnEngine.name},
+            compaction={"backend": "responses", "responses": responses},
+        )
+
+    return make
 
 
 def two_turns(host: Hermes, provider: str = "openai") -> Any:
@@ -683,182 +686,159 @@ def two_turns(host: Hermes, provider: str = "openai") -> Any:
 
 
 def test_hermes_standalone_compaction_replaces_the_view_and_keeps_search(
-    tmp_path: Path, fake: FakeOpenAIServer
+    tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
 ) -> None:
-    host = make_host(tmp_path, config(fake))
-    try:
-        assert host.compaction_backend() is not None
-        session = two_turns(host)
-        outcome = session.compress()
-        assert (outcome.status, outcome.backend) == ("compressed", "responses")
-        (req,) = fake.requests_to("responses.compact")
-        check_compact_body(req.body)
-        assert [i["role"] for i in req.body["input"]] == ["user", "assistant", "user", "assistant"]
+    host = responses_host(config(fake))
+    assert host.compaction_backend() is not None
+    session = two_turns(host)
+    outcome = session.compress()
+    assert (outcome.status, outcome.backend) == ("compressed", "responses")
+    (req,) = fake.requests_to("responses.compact")
+    check_compact_body(req.body)
+    assert [i["role"] for i in req.body["input"]] == ["user", "assistant", "user", "assistant"]
 
-        store = host.store()
-        active = store.active_messages(session.id)
-        assert [(r.message.role, r.message.kind) for r in active] == [
-            ("user", "message"),
-            ("user", "message"),
-            ("assistant", "compaction"),
-        ]
-        item = active[-1].message.provider_item
-        assert item is not None
-        ResponseCompactionItem.model_validate(item)
-        assert COMPACTION_PARAM.validate_python(item) == item
-        assert (
-            store.get_session(session.id).routing["responses_compaction"]["id"].startswith("resp_")
-        )
-        # the assistant rows were archived, not deleted: search still finds them
-        hits = session.search("quokka")
-        assert hits and hits[0].compacted is True
-        assert len(store.all_messages(session.id)) >= 4
-    finally:
-        host.close()
+    store = host.store()
+    active = store.active_messages(session.id)
+    assert [(r.message.role, r.message.kind) for r in active] == [
+        ("user", "message"),
+        ("user", "message"),
+        ("assistant", "compaction"),
+    ]
+    item = active[-1].message.provider_item
+    assert item is not None
+    ResponseCompactionItem.model_validate(item)
+    assert COMPACTION_PARAM.validate_python(item) == item
+    assert store.get_session(session.id).routing["responses_compaction"]["id"].startswith("resp_")
+    # the assistant rows were archived, not deleted: search still finds them
+    hits = session.search("quokka")
+    assert hits and hits[0].compacted is True
+    assert len(store.all_messages(session.id)) >= 4
 
 
 def test_hermes_provider_failure_falls_back_to_the_local_engine(
-    tmp_path: Path, fake: FakeOpenAIServer
+    tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
 ) -> None:
     fake.script("responses.compact", ErrorReply(status=500))
-    host = make_host(tmp_path, config(fake))
-    try:
-        session = two_turns(host)
-        before = [r.message for r in host.store().active_messages(session.id)]
-        outcome = session.compress()
-        assert len(fake.requests_to("responses.compact")) == 1
-        assert (outcome.status, outcome.backend, outcome.engine) == (
-            "compressed",
-            "local",
-            KeepLastTurnEngine.name,
-        )
-        assert any("'responses' failed" in note and "HTTP 500" in note for note in outcome.notes)
-        active = [r.message for r in host.store().active_messages(session.id)]
-        assert active == before[2:]  # the local engine's view, no opaque item
-        assert all(m.kind != "compaction" for m in active)
-        assert session.search("quokka")[0].compacted is True
-        with session.turn() as turn:  # the session goes on
-            request = turn.prepare("third question")
-            assert request.messages[-1]["content"] == "third question"
-            turn.abort()
-    finally:
-        host.close()
+    host = responses_host(config(fake))
+    session = two_turns(host)
+    before = [r.message for r in host.store().active_messages(session.id)]
+    outcome = session.compress()
+    assert len(fake.requests_to("responses.compact")) == 1
+    assert (outcome.status, outcome.backend, outcome.engine) == (
+        "compressed",
+        "local",
+        KeepLastTurnEngine.name,
+    )
+    assert any("'responses' failed" in note and "HTTP 500" in note for note in outcome.notes)
+    active = [r.message for r in host.store().active_messages(session.id)]
+    assert active == before[2:]  # the local engine's view, no opaque item
+    assert all(m.kind != "compaction" for m in active)
+    assert session.search("quokka")[0].compacted is True
+    with session.turn() as turn:  # the session goes on
+        request = turn.prepare("third question")
+        assert request.messages[-1]["content"] == "third question"
+        turn.abort()
 
 
 def test_hermes_closed_port_and_ineligible_sessions_use_the_local_engine(
-    tmp_path: Path, fake: FakeOpenAIServer
+    tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
 ) -> None:
     dead = {**config(), "base_url": f"http://127.0.0.1:{closed_port()}/v1"}
-    host = make_host(tmp_path, dead)
-    try:
-        outcome = two_turns(host).compress()
-        assert outcome.backend == "local"
-        assert any("network" in note for note in outcome.notes)
-    finally:
-        host.close()
-    host = make_host(tmp_path / "two", config(fake))
-    try:
-        outcome = two_turns(host, provider="").compress()
-        assert outcome.backend == "local"
-        assert any("not eligible" in note for note in outcome.notes)
-        assert fake.requests == []
-    finally:
-        host.close()
+    host = responses_host(dead)
+    outcome = two_turns(host).compress()
+    assert outcome.backend == "local"
+    assert any("network" in note for note in outcome.notes)
+    host.close()
+    host = responses_host(config(fake), folder=tmp_path / "two")
+    outcome = two_turns(host, provider="").compress()
+    assert outcome.backend == "local"
+    assert any("not eligible" in note for note in outcome.notes)
+    assert fake.requests == []
 
 
 def test_hermes_inline_route_adds_context_management_to_requests(
-    tmp_path: Path, fake: FakeOpenAIServer
+    tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
 ) -> None:
-    host = make_host(tmp_path, config(fake, route="inline"))
-    try:
-        session = host.new_session(provider="openai")
-        trigger = host.threshold(MODEL).threshold_tokens
-        with session.turn() as turn:
-            request = turn.prepare("first question")
-            turn.abort()
-        expected = trigger - max(4_096, math.ceil(trigger * 0.05))
-        assert request.extra_body == {
-            "context_management": [{"type": "compaction", "compact_threshold": expected}]
-        }
-        body = request.responses_body()
-        _force(CREATE_PARAMS.validate_python(body))
-        with httpx.Client() as client:
-            assert client.post(f"{fake.base_url}/responses", json=body).status_code == 200
-    finally:
-        host.close()
+    host = responses_host(config(fake, route="inline"))
+    session = host.new_session(provider="openai")
+    trigger = host.threshold(MODEL).threshold_tokens
+    with session.turn() as turn:
+        request = turn.prepare("first question")
+        turn.abort()
+    expected = trigger - max(4_096, math.ceil(trigger * 0.05))
+    assert request.extra_body == {
+        "context_management": [{"type": "compaction", "compact_threshold": expected}]
+    }
+    body = request.responses_body()
+    _force(CREATE_PARAMS.validate_python(body))
+    with httpx.Client() as client:
+        assert client.post(f"{fake.base_url}/responses", json=body).status_code == 200
 
 
-def test_hermes_rejects_bad_backend_settings_by_name(tmp_path: Path) -> None:
-    host = make_host(tmp_path, {"base_url": "http://127.0.0.1:9/v1", "timeout_s": 3})
-    try:
-        with pytest.raises(HermesError, match=r"unknown key compaction\.responses\.timeout_s"):
-            host.compaction_backend()
-    finally:
-        host.close()
+def test_hermes_rejects_bad_backend_settings_by_name(
+    tmp_path: Path, responses_host: Callable[..., Hermes]
+) -> None:
+    host = responses_host({"base_url": "http://127.0.0.1:9/v1", "timeout_s": 3})
+    with pytest.raises(HermesError, match=r"unknown key compaction\.responses\.timeout_s"):
+        host.compaction_backend()
 
 
 def test_hermes_next_request_resends_the_item_verbatim(
-    tmp_path: Path, fake: FakeOpenAIServer
+    tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
 ) -> None:
-    host = make_host(tmp_path, config(fake))
-    try:
-        session = two_turns(host)
-        session.compress()
-        item = host.store().active_messages(session.id)[-1].message.provider_item
-        with session.turn() as turn:
-            request = turn.prepare("third question")
-            turn.abort()
-        body = request.responses_body()
-        assert [i.get("role", i["type"]) for i in body["input"]] == [
-            "user",
-            "user",
-            "compaction",
-            "user",
-        ]
-        assert body["input"][2] == item  # verbatim
-        assert all("provider_item" not in m for m in request.chat_body()["messages"])
-        _force(CREATE_PARAMS.validate_python(body))
-        with httpx.Client() as client:
-            assert client.post(f"{fake.base_url}/responses", json=body).status_code == 200
-        assert fake.requests_to("responses")[0].body["input"][2] == item
-    finally:
-        host.close()
+    host = responses_host(config(fake))
+    session = two_turns(host)
+    session.compress()
+    item = host.store().active_messages(session.id)[-1].message.provider_item
+    with session.turn() as turn:
+        request = turn.prepare("third question")
+        turn.abort()
+    body = request.responses_body()
+    assert [i.get("role", i["type"]) for i in body["input"]] == [
+        "user",
+        "user",
+        "compaction",
+        "user",
+    ]
+    assert body["input"][2] == item  # verbatim
+    assert all("provider_item" not in m for m in request.chat_body()["messages"])
+    _force(CREATE_PARAMS.validate_python(body))
+    with httpx.Client() as client:
+        assert client.post(f"{fake.base_url}/responses", json=body).status_code == 200
+    assert fake.requests_to("responses")[0].body["input"][2] == item
 
 
 def test_hermes_inline_records_the_provider_item_and_prunes_on_the_local_trigger(
-    tmp_path: Path, fake: FakeOpenAIServer
+    tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
 ) -> None:
-    host = make_host(tmp_path, config(fake, route="inline"))
-    try:
-        session = host.new_session(provider="openai")
-        with session.turn() as turn:
-            turn.prepare("first question about the zebra parser")
-            turn.record_response({"role": "assistant", "content": "first answer mentions quokka"})
-            turn.commit()
-        # the provider compacted in-line: its output is [compaction item, assistant message]
-        item = {"id": "cmp_inline", "type": "compaction", "encrypted_content": "enc_inline"}
-        with session.turn() as turn:
-            turn.prepare("second question")
-            turn.record_response(compaction_message(item))
-            turn.record_response({"role": "assistant", "content": "second answer"})
-            turn.commit()
-        outcome = session.compress()
-        assert (outcome.status, outcome.backend) == ("compressed", "responses")
-        assert fake.requests == []  # pruning needs no network call
-        active = host.store().active_messages(session.id)
-        assert [(r.message.kind, r.message.content) for r in active] == [
-            ("compaction", None),
-            ("message", "second answer"),
-        ]
-        assert active[0].message.provider_item == item
-        assert session.search("quokka")[0].compacted is True
-        with session.turn() as turn:  # the next request starts from the compaction item
-            body = turn.prepare("third question").responses_body()
-            turn.abort()
-        assert body["input"][0] == item
-        assert body["context_management"][0]["type"] == "compaction"
-        _force(CREATE_PARAMS.validate_python(body))
-        with httpx.Client() as client:
-            assert client.post(f"{fake.base_url}/responses", json=body).status_code == 200
-    finally:
-        host.close()
+    host = responses_host(config(fake, route="inline"))
+    session = host.new_session(provider="openai")
+    with session.turn() as turn:
+        turn.prepare("first question about the zebra parser")
+        turn.record_response({"role": "assistant", "content": "first answer mentions quokka"})
+        turn.commit()
+    # the provider compacted in-line: its output is [compaction item, assistant message]
+    item = {"id": "cmp_inline", "type": "compaction", "encrypted_content": "enc_inline"}
+    with session.turn() as turn:
+        turn.prepare("second question")
+        turn.record_response(compaction_message(item))
+        turn.record_response({"role": "assistant", "content": "second answer"})
+        turn.commit()
+    outcome = session.compress()
+    assert (outcome.status, outcome.backend) == ("compressed", "responses")
+    assert fake.requests == []  # pruning needs no network call
+    active = host.store().active_messages(session.id)
+    assert [(r.message.kind, r.message.content) for r in active] == [
+        ("compaction", None),
+        ("message", "second answer"),
+    ]
+    assert active[0].message.provider_item == item
+    assert session.search("quokka")[0].compacted is True
+    with session.turn() as turn:  # the next request starts from the compaction item
+        body = turn.prepare("third question").responses_body()
+        turn.abort()
+    assert body["input"][0] == item
+    assert body["context_management"][0]["type"] == "compaction"
+    _force(CREATE_PARAMS.validate_python(body))
+    with httpx.Client() as client:
+        assert client.post(f"{fake.base_url}/responses", json=body).status_code == 200
