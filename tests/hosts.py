@@ -76,11 +76,11 @@ class HostFactory:
         self.folder = folder
         self.sections = merge(sections)
 
-    def with_sections(self, **sections: Mapping[str, Any]) -> HostFactory:
+    def with_sections(self, **sections: Any) -> HostFactory:
         """The same factory with ``sections`` added to every host it builds."""
         return HostFactory(self._build, self.folder, merge(self.sections, sections))
 
-    def settings(self, folder: Path | None = None, **sections: Mapping[str, Any]) -> Settings:
+    def settings(self, folder: Path | None = None, **sections: Any) -> Settings:
         """The settings a host built with these arguments gets (autoload off)."""
         where = folder or self.folder
         files = {
@@ -95,7 +95,7 @@ class HostFactory:
         *plugins: object,
         folder: Path | None = None,
         defaults: Iterable[str] | None = None,
-        **sections: Mapping[str, Any],
+        **sections: Any,
     ) -> Hermes:
         settings = self.settings(folder, **sections)
         names = defaults_for(settings) if defaults is None else tuple(defaults)

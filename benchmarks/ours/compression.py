@@ -143,8 +143,8 @@ def load_large(host: BenchHost, target_tokens: int = 250_000) -> tuple[list[Mess
     messages: list[Message] = []
     used: list[str] = []
     tokens = 0
-    for name, conversation in sources:
-        for message in conversation:
+    for name, source in sources:
+        for message in source:
             if message.role == "system" and messages:
                 continue
             messages.append(message)

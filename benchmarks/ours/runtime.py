@@ -19,7 +19,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 
 def build(size: int, folder: Path) -> tuple[Any, Any]:
@@ -39,7 +39,7 @@ def build(size: int, folder: Path) -> tuple[Any, Any]:
     session = hermes.new_session(caller_message="benchmark")
     batch = []
     for i in range(size):
-        role = "user" if i % 2 == 0 else "assistant"
+        role: Literal["user", "assistant"] = "user" if i % 2 == 0 else "assistant"
         batch.append(
             NewMessage(message=Message(role=role, content=f"message {i} " + "lorem ipsum " * 20))
         )

@@ -103,7 +103,7 @@ def score_probes(store: SessionStore, session_id: str, probes: list[Probe]) -> d
                 "places": [r.hit.message_id for r in results],
             }
         )
-    hits = sum(row["hit"] for row in rows)
+    hits = sum(bool(row["hit"]) for row in rows)
     return {
         "recall": round(hits / len(rows), 3) if rows else 0.0,
         "hits": hits,

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ import store_sqlite
 BUILD_VERSION = 1
 SESSION_SIZE = store_sqlite.SESSION_SIZE
 Corpus = store_sqlite.Corpus
-percentiles = store_sqlite._percentiles
+percentiles: Callable[[list[float]], dict[str, Any]] = store_sqlite._percentiles
 handover_loop = store_sqlite.handover_loop
 
 

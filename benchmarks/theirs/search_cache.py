@@ -67,7 +67,7 @@ def build(job: SearchJob, path: Path) -> float:
     session_no = 0
     with open(job.texts_file, encoding="utf-8") as texts:
         while made < job.size:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for _ in range(min(job.session_size, job.size - made)):
                 line = texts.readline()
                 if not line:

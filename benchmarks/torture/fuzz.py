@@ -103,7 +103,7 @@ def _unexpected(exc: BaseException) -> tuple[str, str]:
     """(description, dedup key): the exception type, the line that raised it, its message."""
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
     ours = [f for f in frames if "site-packages" not in f.filename]  # the project's raising line
-    frame = (ours or frames or [None])[-1]
+    frame = (ours or frames)[-1] if (ours or frames) else None
     where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
     first = str(exc).splitlines()[0] if str(exc) else ""
     key = f"{type(exc).__module__}.{type(exc).__name__}{where}"
@@ -258,7 +258,8 @@ def fuzz_importers(examples: int) -> Tally:
             if not isinstance(first, dict):
                 continue
             for key in sorted(first):
-                for value in ([], {}, 1, None, "x"):
+                others: tuple[object, ...] = ([], {}, 1, None, "x")
+                for value in others:
                     if type(value) is type(first[key]):
                         continue
                     path = folder / name

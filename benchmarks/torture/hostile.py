@@ -273,7 +273,7 @@ def _zombie_trial(spec: StoreSpec, session_id: str) -> float:
     try:
         holder = LeaseHolder(name="doomed", host=socket.gethostname(), pid=child.pid)
         store.acquire_lease(session_id, holder, 3600)
-        got: list[float] = []
+        got: list[Any] = []  # when the heir's acquire returned (time.monotonic())
         waiter = threading.Thread(
             target=lambda: got.append(
                 store.acquire_lease(session_id, LeaseHolder(name="heir"), 5, timeout=30)
@@ -293,7 +293,7 @@ def _zombie_trial(spec: StoreSpec, session_id: str) -> float:
         latest = store.current_lease(session_id)
         if latest is not None:
             store.release_lease(latest)
-        return got[0] - died
+        return float(got[0] - died)
     finally:
         child.wait()
         store.close()

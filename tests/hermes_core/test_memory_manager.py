@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import subprocess
@@ -430,7 +431,7 @@ def test_session_queues_order_and_error_isolation(caplog: pytest.LogCaptureFixtu
         seen.append(n)
 
     for n in range(8):
-        queues.submit("k", lambda n=n: job(n))
+        queues.submit("k", functools.partial(job, n))
     assert queues.wait_idle(5.0)
     assert seen == [0, 1, 2, 4, 5, 6, 7]
     assert "job 3 fails" in caplog.text

@@ -182,6 +182,7 @@ def test_every_summarizer_the_host_hands_out_gets_redacted_input(tmp_path: Path)
         assert leaked(echo.requests[0].model_dump_json()) == []
         assert leaked(result.summary.goal) == []
         assert request.messages[0].content == planted  # the caller's request is not modified
+        assert echo.requests[0].facts is not None
         assert echo.requests[0].facts[0].message_id == 3 and echo.requests[0].session_id == "s"
         previous = echo.requests[0].previous_summary
         assert previous is not None and previous.facts[0].message_id == 9

@@ -218,7 +218,7 @@ def test_scope_compacted_and_bad_input(store: SessionStore) -> None:
         with pytest.raises(ValidationError):
             search_with_context(store, "plover", session_ids=[sid], **kwargs)
     with pytest.raises(ValidationError):
-        search_with_context(store, "plover", session_ids=sid)  # type: ignore[arg-type]
+        search_with_context(store, "plover", session_ids=sid)
     with pytest.raises(ValidationError):
         search_with_context(store, "plover", session_ids=iter([sid]))  # type: ignore[arg-type]
     with pytest.raises(ValidationError):

@@ -167,7 +167,7 @@ def _wire(tools: list[dict[str, Any]]) -> str:
 
 
 def test_resume_sends_the_same_tool_bytes(tmp_path: Path, host: HostFactory) -> None:
-    with_memory = {"plugins": {"block": []}}  # the builtin memory tool's schema too
+    with_memory: dict[str, Any] = {"plugins": {"block": []}}  # the builtin memory tool's schema too
     first = host(**with_memory)
     session = first.new_session(cwd=".", tools=[UNSORTED_TOOL])
     with session.turn() as turn:
@@ -275,7 +275,7 @@ def test_commit_stubs_an_unanswered_tool_call_so_the_next_request_is_valid(
 def test_a_stale_handle_follows_a_rotation_to_the_live_session(
     tmp_path: Path, host: HostFactory
 ) -> None:
-    settings = {"compression": {"engine": "keep-last", "in_place": False}}
+    settings: dict[str, Any] = {"compression": {"engine": "keep-last", "in_place": False}}
     a = host(KeepLastPlugin(), **settings)
     b = host(KeepLastPlugin(), **settings)
     session_a = a.new_session(cwd=".")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import hermes_plugin_tail_lean.annotations as lean_annotations
 from hermes_hookspecs import (
     CompressionSettings,
     HandoffSummary,
@@ -25,7 +26,6 @@ from hermes_plugin_compressor.identifiers import (
     render_index,
 )
 from hermes_plugin_tail_lean import LeanTail, annotate_message
-from hermes_plugin_tail_lean import annotations as lean_annotations
 from hermes_plugin_tail_lean import register_tail_strategies as register_lean
 from hermes_plugin_tail_lean.sections import id_ranges, parse_quotes
 from hermes_plugin_tail_legacy import LegacyTail

@@ -56,8 +56,8 @@ def settings_data(tmp_path: Path, **sections: Any) -> dict[str, Any]:
 def tool_reply(text: str, *calls: tuple[str, str]) -> Reply:
     return Reply(
         text=text,
-        tool_calls=[
-            {"id": cid, "name": "lookup", "arguments": json.dumps({"city": city})}
+        tool_calls=[  # the dict form; Reply validates it
+            {"id": cid, "name": "lookup", "arguments": json.dumps({"city": city})}  # type: ignore[misc]
             for cid, city in calls
         ],
     )
@@ -270,7 +270,7 @@ def test_compaction_during_runs_keeps_tool_pairs_and_history_searchable(tmp_path
                 Reply(
                     text="",
                     tool_calls=[
-                        {"id": "r1", "name": "session_search", "arguments": '{"query": "zebra0"}'}
+                        {"id": "r1", "name": "session_search", "arguments": '{"query": "zebra0"}'}  # type: ignore[list-item]  # the dict form; Reply validates it
                     ],
                 ),
                 Reply(text="Found it."),

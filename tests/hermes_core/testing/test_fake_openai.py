@@ -77,17 +77,20 @@ def test_chat_tool_calls_plain_and_streamed(fake: FakeOpenAIServer, client: open
         {"id": "call_a", "name": "lookup", "arguments": '{"city": "Paris"}'},
         {"id": "call_b", "name": "lookup", "arguments": '{"city": "Rome"}'},
     ]
-    fake.script("chat.completions", Reply(text="Checking.", tool_calls=calls))
-    fake.script("chat.completions", Reply(text="", tool_calls=calls[:1]))
+    fake.script("chat.completions", Reply(text="Checking.", tool_calls=calls))  # type: ignore[arg-type]  # the dict form; Reply validates it
+    fake.script("chat.completions", Reply(text="", tool_calls=calls[:1]))  # type: ignore[arg-type]  # the dict form; Reply validates it
     out = client.chat.completions.create(model="gpt-5.5", messages=USER)
     choice = out.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content == "Checking."
-    got = [(c.id, c.function.name, c.function.arguments) for c in choice.message.tool_calls or []]
+    got = [
+        (c.id, c.function.name, c.function.arguments)  # type: ignore[union-attr]  # function calls
+        for c in choice.message.tool_calls or []
+    ]
     assert got == [(c["id"], c["name"], c["arguments"]) for c in calls]
     stream = client.chat.completions.create(model="gpt-5.5", messages=USER, stream=True)
     deltas = [chunk.choices[0] for chunk in stream if chunk.choices]
     streamed = [d.delta.tool_calls[0] for d in deltas if d.delta.tool_calls]
-    assert [(c.index, c.id, c.function.arguments) for c in streamed] == [
+    assert [(c.index, c.id, c.function.arguments) for c in streamed] == [  # type: ignore[union-attr]
         (0, "call_a", '{"city": "Paris"}')
     ]
     assert deltas[-1].finish_reason == "tool_calls"

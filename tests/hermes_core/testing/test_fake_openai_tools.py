@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from openai import OpenAI
+from openai.types.chat import ChatCompletionFunctionToolParam
 
 from hermes_core.testing.fake_openai import FakeOpenAIServer, Reply, Rules, ToolCallReply
 
-TOOLS = [
+TOOLS: list[ChatCompletionFunctionToolParam] = [
     {
         "type": "function",
         "function": {"name": "bash", "parameters": {"type": "object", "properties": {}}},
@@ -36,7 +37,7 @@ def test_chat_reply_with_parallel_tool_calls_through_the_sdk() -> None:
     choice = done.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
     calls = choice.message.tool_calls or []
-    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls] == [  # type: ignore[union-attr]
         ("call_a", "bash", {"cmd": "ls"}),
         ("call_b", "bash", {"cmd": "pwd"}),
     ]
@@ -84,7 +85,7 @@ def test_rules_answer_by_the_last_message() -> None:
             tools=TOOLS,
             messages=[
                 {"role": "user", "content": "list files"},
-                first.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"}),  # type: ignore[misc]
+                first.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"}),  # type: ignore[list-item]  # a message param as a dict
                 {"role": "tool", "tool_call_id": call.id, "content": "a.txt"},
             ],
         )

@@ -263,6 +263,7 @@ def test_backend_resumes_thread_in_its_own_process_and_compacts(
         assert result.backend == "codex"
         assert result.routing["codex_thread_id"] == thread.id
         assert result.routing["codex_compactions"] == 3
+        assert marker.token_count is not None
         assert result.tokens_before > result.tokens_after == marker.token_count > 0
 
         fake.script("responses", ErrorReply(status=500))

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pluggy
 import pytest
@@ -28,7 +29,7 @@ from hermes_plugin_memory_builtin.entries import (
 )
 
 
-def make(tmp_path: Path, **limits: int) -> BuiltinMemoryProvider:
+def make(tmp_path: Path, **limits: Any) -> BuiltinMemoryProvider:
     return BuiltinMemoryProvider(MemorySettings(home=str(tmp_path / "home"), **limits))
 
 

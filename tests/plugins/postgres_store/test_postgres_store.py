@@ -19,6 +19,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,12 @@ SPAWN = multiprocessing.get_context("spawn")
 
 
 @pytest.fixture(scope="module")
+def pid(proc: BaseProcess) -> int:
+    """A started process's pid (``Process.pid`` is None only before ``start()``)."""
+    assert proc.pid is not None
+    return proc.pid
+
+
 def pg_dsn() -> str:
     dsn, reason = find_dsn()
     if dsn is None:
@@ -373,7 +380,7 @@ def test_sigkill_during_appends_and_compaction(
             pipe.recv()
         for proc, _, _, _ in trials:
             time.sleep(rng.uniform(0.05, 0.4))
-            os.kill(proc.pid, signal.SIGKILL)
+            os.kill(pid(proc), signal.SIGKILL)
             proc.join(10)
         for _, _, sid, log in trials:
             logged = log.read_text().split() if log.exists() else []
@@ -419,7 +426,7 @@ def test_sigkill_inside_open_transaction_rolls_back(
     )
     proc.start()
     assert parent_end.poll(60) and parent_end.recv() == "inside"
-    os.kill(proc.pid, signal.SIGKILL)
+    os.kill(pid(proc), signal.SIGKILL)
     proc.join(10)
     started = time.monotonic()
     store.append_messages(sid, [user("committed after")])  # the row lock is gone
@@ -469,17 +476,17 @@ def test_sigstop_holder_loses_lease_and_is_fenced(
         assert parent_end.poll(60)
         status, old_token = parent_end.recv()
         assert status == "holding"
-        os.kill(proc.pid, signal.SIGSTOP)
+        os.kill(pid(proc), signal.SIGSTOP)
         with pytest.raises(LeaseBusy):  # stopped but alive and unexpired: not taken
             store.acquire_lease(sid, LeaseHolder(name="new"), 30)
         grant = store.acquire_lease(sid, LeaseHolder(name="new"), 30, timeout=ttl + 5)
         assert grant.token > old_token
         store.append_messages(sid, [user("new holder proceeds")], lease=grant)
-        os.kill(proc.pid, signal.SIGCONT)
+        os.kill(pid(proc), signal.SIGCONT)
         assert parent_end.poll(60)
         status, results = parent_end.recv()
     finally:
-        os.kill(proc.pid, signal.SIGCONT)
+        os.kill(pid(proc), signal.SIGCONT)
         proc.join(30)
     assert status == "resumed"
     assert results == [("append", "LeaseLost"), ("renew", "LeaseLost"), ("compact", "LeaseLost")]
@@ -511,7 +518,7 @@ def test_waiter_takes_over_when_holder_process_dies(
     def kill_soon() -> None:
         time.sleep(0.3)
         killed_at.append(time.monotonic())
-        os.kill(proc.pid, signal.SIGKILL)  # not reaped yet: a zombie counts as dead
+        os.kill(pid(proc), signal.SIGKILL)  # not reaped yet: a zombie counts as dead
 
     killer = threading.Thread(target=kill_soon)
     killer.start()

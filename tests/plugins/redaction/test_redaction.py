@@ -291,9 +291,10 @@ def test_redact_message_covers_content_parts_tool_arguments_and_summary(
     )
     out = redactor.redact_message(message)
     assert key not in out.model_dump_json()
-    assert json.loads(out.tool_calls[0].function.arguments)["n"] == 3
+    assert json.loads(out.tool_calls[0].function.arguments)["n"] == 3  # type: ignore[index]
     assert out.content[1] == {"type": "image_url", "image_url": {}}  # type: ignore[index]
-    assert message.tool_calls[0].function.arguments == call.function.arguments  # input untouched
+    # input untouched
+    assert message.tool_calls[0].function.arguments == call.function.arguments  # type: ignore[index]
 
     summary = Message(
         role="user",
@@ -314,7 +315,7 @@ def test_unchanged_tool_arguments_keep_their_bytes(redactor: Redactor) -> None:
         role="assistant",
         tool_calls=[ToolCall(id="c", function=ToolFunction(name="read", arguments=arguments))],
     )
-    assert redactor.redact_message(message).tool_calls[0].function.arguments == arguments
+    assert redactor.redact_message(message).tool_calls[0].function.arguments == arguments  # type: ignore[index]
 
 
 def test_redact_turn_and_nested_values(redactor: Redactor) -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -41,7 +42,7 @@ def worker(*args: str, stdin: bool = False) -> subprocess.Popen[str]:
 
 
 @pytest.fixture
-def store(tmp_path: Path):
+def store(tmp_path: Path) -> Iterator[SqliteSessionStore]:
     s = SqliteSessionStore(tmp_path / "leases.db")
     yield s
     s.close()

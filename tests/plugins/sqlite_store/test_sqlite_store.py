@@ -7,7 +7,9 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +52,7 @@ def result(call_id: str, text: str) -> NewMessage:
 
 
 @pytest.fixture
-def store(tmp_path: Path):
+def store(tmp_path: Path) -> Iterator[SqliteSessionStore]:
     s = SqliteSessionStore(tmp_path / "hermes.db")
     yield s
     s.close()
@@ -114,7 +116,10 @@ def test_blobs_are_content_addressed(store: SqliteSessionStore) -> None:
 def test_append_roundtrip_and_order(store: SqliteSessionStore) -> None:
     sid = store.create_session(NewSession()).id
     summary = HandoffSummary(goal="ship it", progress="half")
-    parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]
+    parts: list[dict[str, Any]] = [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "x"}},
+    ]
     written = store.append_messages(
         sid,
         [
