@@ -19,7 +19,7 @@ from typing import Any
 
 from hermes_core.config import Settings, settings_from
 from hermes_core.host import Hermes
-from hermes_hookspecs import DISTRIBUTION, ENTRY_POINT_GROUP
+from hermes_hookspecs import DISTRIBUTION, ENTRY_POINT_GROUP, SessionStore
 
 Sections = Mapping[str, Mapping[str, Any]]
 
@@ -58,6 +58,17 @@ def defaults_for(settings: Settings) -> tuple[str, ...]:
     )
 
 
+def build_host(settings: Settings, *plugins: object, store: SessionStore | None = None) -> Hermes:
+    """``Hermes(settings, plugins=plugins)`` with autoload off and the default plugins by name.
+
+    For a fixture broader than one test (``make_host`` is per test); the caller closes it.
+    """
+    from hermes_core.testing.pytest_plugin import default_plugins
+
+    extra = default_plugins(defaults_for(settings), plugins)
+    return Hermes(settings, plugins=[*extra, *plugins], load_entrypoints=False, store=store)
+
+
 class HostFactory:
     """``make_host(*plugins, folder=None, defaults=None, **sections) -> Hermes``.
 
@@ -66,7 +77,9 @@ class HostFactory:
         the test's ``tmp_path`` when omitted.
     :param defaults: default plugins by entry-point name; :func:`defaults_for` the settings
         when omitted, ``()`` for none.
-    :param sections: settings sections, each updating the factory's own key by key.
+    :param store: a store the host uses instead of opening its own (the caller closes it).
+    :param sections: settings sections, each updating the factory's own key by key; a whole
+        settings dict passes as ``**data`` (``plugins.autoload`` is forced off).
     """
 
     def __init__(
@@ -90,15 +103,36 @@ class HostFactory:
         data = merge(files, self.sections, sections, {"plugins": {"autoload": False}})
         return settings_from(data)
 
+    def like(
+        self,
+        settings: Settings | Mapping[str, Any],
+        *plugins: object,
+        store: SessionStore | None = None,
+    ) -> Hermes:
+        """The host ``Hermes(settings, plugins=plugins)`` builds, with autoload off.
+
+        ``settings`` (a :class:`Settings` or its data) is used as given, without the
+        factory's own sections or files; the default plugins are the ones its block and
+        load lists let autoload register.
+        """
+        given = settings if isinstance(settings, Settings) else settings_from(dict(settings))
+        off = given.model_copy(
+            update={"plugins": given.plugins.model_copy(update={"autoload": False})}
+        )
+        host = self._build(*plugins, settings=off, defaults=defaults_for(off), store=store)
+        assert isinstance(host, Hermes)
+        return host
+
     def __call__(
         self,
         *plugins: object,
         folder: Path | None = None,
         defaults: Iterable[str] | None = None,
+        store: SessionStore | None = None,
         **sections: Any,
     ) -> Hermes:
         settings = self.settings(folder, **sections)
         names = defaults_for(settings) if defaults is None else tuple(defaults)
-        host = self._build(*plugins, settings=settings, defaults=names)
+        host = self._build(*plugins, settings=settings, defaults=names, store=store)
         assert isinstance(host, Hermes)
         return host

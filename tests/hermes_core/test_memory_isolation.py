@@ -19,11 +19,11 @@ import pytest
 
 import hermes_core.memory as memory_module
 from hermes_core.config import MemorySettings, settings_from
-from hermes_core.host import Hermes
 from hermes_core.memory import MemoryManager, clean_text
 from hermes_core.redaction import Redactor
 from hermes_hookspecs import MemoryProvider, MemorySession, Message, TurnRecord, hookimpl
 from hermes_plugin_redaction import default_rules
+from tests.hosts import HostFactory
 
 LONE = "\ud800"
 
@@ -153,14 +153,16 @@ class SurrogatePlugin:
         register(Surrogates())
 
 
-def test_a_surrogate_prompt_block_and_recall_do_not_break_sessions(tmp_path: Path) -> None:
+def test_a_surrogate_prompt_block_and_recall_do_not_break_sessions(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     settings = settings_from(
         {
             "session": {"path": str(tmp_path / "s.db")},
             "memory": {"home": str(tmp_path / "mem"), "provider": "surrogates"},
         }
     )
-    with Hermes(settings, plugins=[SurrogatePlugin()]) as hermes:
+    with make_host.like(settings, SurrogatePlugin()) as hermes:
         session = hermes.new_session(cwd=str(tmp_path))  # the prompt embeds the block
         assert "user prefers \ufffd tabs" in session.prompt.text
         for i in range(2):

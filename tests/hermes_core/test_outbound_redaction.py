@@ -34,6 +34,7 @@ from hermes_hookspecs import (
     hookimpl,
 )
 from hermes_plugin_redaction import redaction_rules
+from tests.hosts import HostFactory
 
 
 class Recorder(MemoryProvider):
@@ -75,7 +76,9 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _host(tmp_path: Path, fake: FakeOpenAIServer, recorder: Recorder) -> Hermes:
+def _host(
+    tmp_path: Path, fake: FakeOpenAIServer, recorder: Recorder, make_host: HostFactory
+) -> Hermes:
     settings = settings_from(
         {
             "session": {"path": str(tmp_path / "s.db")},
@@ -85,51 +88,48 @@ def _host(tmp_path: Path, fake: FakeOpenAIServer, recorder: Recorder) -> Hermes:
             "summarizer": {"openai": {"base_url": fake.base_url, "model": "aux-model"}},
         }
     )
-    return Hermes(settings, plugins=[RecorderPlugin(recorder)])
+    return make_host.like(settings, RecorderPlugin(recorder))
 
 
 def test_canary_reaches_no_summarizer_memory_provider_or_memory_file(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, make_host: HostFactory
 ) -> None:
     recorder = Recorder()
     with FakeOpenAIServer() as fake:
-        hermes = _host(tmp_path, fake, recorder)
-        try:
-            assert hermes.settings.summarizer_name() == "openai"
-            session = hermes.new_session(cwd=str(tmp_path))
-            planted = canary_text()
-            for i in range(10):
-                with session.turn() as turn:
-                    turn.prepare(f"question {i}: here is my config\n{planted}\n" + "more " * 150)
-                    turn.record_response(
-                        {"role": "assistant", "content": f"answer {i}: I saw {planted}"}
-                    )
-                    turn.commit()
-            memory = hermes.memory()
-            assert memory is not None
-            for canary in CANARIES:
-                memory.handle_tool_call(
-                    "memory",
-                    {"action": "add", "target": "memory", "content": f"note: {canary.text}"},
-                    session.id,
+        hermes = _host(tmp_path, fake, recorder, make_host)
+        assert hermes.settings.summarizer_name() == "openai"
+        session = hermes.new_session(cwd=str(tmp_path))
+        planted = canary_text()
+        for i in range(10):
+            with session.turn() as turn:
+                turn.prepare(f"question {i}: here is my config\n{planted}\n" + "more " * 150)
+                turn.record_response(
+                    {"role": "assistant", "content": f"answer {i}: I saw {planted}"}
                 )
-            with caplog.at_level(logging.DEBUG):
-                outcome = session.compress()
-            assert outcome.status == "compressed", outcome.reason
-            memory.flush(10)
-            bodies = [r.body for r in fake.requests_to("chat.completions")]
-            assert bodies, "the openai summarizer was not called"
-            sent = "\n".join(s for body in bodies for s in _strings(body))
-            assert "[REDACTED:" in sent  # the planted text did go out, scrubbed
-            assert leaked(sent) == []
-            raw = "\n".join(r.raw.decode("utf-8", "replace") for r in fake.requests)
-            assert leaked(raw) == []
-            assert recorder.seen and leaked("\n".join(recorder.seen)) == []
-            memory_file = (tmp_path / "mem" / "MEMORY.md").read_text(encoding="utf-8")
-            assert "[REDACTED:" in memory_file and leaked(memory_file) == []
-            assert leaked("\n".join(r.getMessage() for r in caplog.records)) == []
-        finally:
-            hermes.close()
+                turn.commit()
+        memory = hermes.memory()
+        assert memory is not None
+        for canary in CANARIES:
+            memory.handle_tool_call(
+                "memory",
+                {"action": "add", "target": "memory", "content": f"note: {canary.text}"},
+                session.id,
+            )
+        with caplog.at_level(logging.DEBUG):
+            outcome = session.compress()
+        assert outcome.status == "compressed", outcome.reason
+        memory.flush(10)
+        bodies = [r.body for r in fake.requests_to("chat.completions")]
+        assert bodies, "the openai summarizer was not called"
+        sent = "\n".join(s for body in bodies for s in _strings(body))
+        assert "[REDACTED:" in sent  # the planted text did go out, scrubbed
+        assert leaked(sent) == []
+        raw = "\n".join(r.raw.decode("utf-8", "replace") for r in fake.requests)
+        assert leaked(raw) == []
+        assert recorder.seen and leaked("\n".join(recorder.seen)) == []
+        memory_file = (tmp_path / "mem" / "MEMORY.md").read_text(encoding="utf-8")
+        assert "[REDACTED:" in memory_file and leaked(memory_file) == []
+        assert leaked("\n".join(r.getMessage() for r in caplog.records)) == []
 
 
 class EchoSummarizer(Summarizer):
@@ -148,7 +148,9 @@ class EchoSummarizer(Summarizer):
         )
 
 
-def test_every_summarizer_the_host_hands_out_gets_redacted_input(tmp_path: Path) -> None:
+def test_every_summarizer_the_host_hands_out_gets_redacted_input(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     echo = EchoSummarizer()
 
     class EchoPlugin:
@@ -159,7 +161,7 @@ def test_every_summarizer_the_host_hands_out_gets_redacted_input(tmp_path: Path)
     settings = settings_from(
         {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
     )
-    with Hermes(settings, plugins=[EchoPlugin()]) as hermes:
+    with make_host.like(settings, EchoPlugin()) as hermes:
         wrapped = hermes.summarizer("echo")
         assert wrapped.name == "echo" and wrapped.context_length == 50_000
         assert hermes.summarizer("deterministic").name == "deterministic"
@@ -199,13 +201,13 @@ def test_a_field_added_to_summary_requests_later_is_redacted_by_default() -> Non
 
 
 def test_log_records_of_hermes_loggers_are_redacted(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, make_host: HostFactory
 ) -> None:
     settings = settings_from(
         {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
     )
     planted = canary_text()
-    with Hermes(settings), caplog.at_level(logging.INFO):
+    with make_host.like(settings), caplog.at_level(logging.INFO):
         names = ("hermes_core.memory", "hermes_core.runtime", "hermes_plugin_sqlite_store")
         # a logger made after the host (a module imported later) is covered too
         for name in (*names, "hermes_core.made_after_the_host"):
@@ -227,14 +229,16 @@ def test_log_filter_is_one_shared_filter_and_keeps_records() -> None:
     assert "hunter2" not in record.getMessage() and "[REDACTED:password]" in record.getMessage()
 
 
-def test_an_in_process_summarizer_is_handed_out_as_it_is(tmp_path: Path) -> None:
+def test_an_in_process_summarizer_is_handed_out_as_it_is(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     from hermes_core.redaction import RedactingSummarizer
     from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
 
     settings = settings_from(
         {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
     )
-    with Hermes(settings) as hermes:
+    with make_host.like(settings) as hermes:
         offline = hermes.summarizer("deterministic")
         assert isinstance(offline, DeterministicSummarizer) and offline.in_process
         assert isinstance(hermes.summarizer("openai"), RedactingSummarizer)

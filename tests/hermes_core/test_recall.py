@@ -21,6 +21,7 @@ import pytest
 from hermes_core import recall
 from hermes_core.errors import ImportFormatError
 from hermes_plugin_importers import builtin_importers, detect_importer
+from tests.hosts import HostFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ROOT / "transcripts" / "probes"
@@ -123,21 +124,20 @@ def test_closed_book_agrees_on_sessions_and_truncations(
         assert len(recalls - {0.0, 1.0}) >= 3
 
 
-def test_closed_book_agrees_on_a_real_replay(ref: Any, tmp_path: Path) -> None:
+def test_closed_book_agrees_on_a_real_replay(
+    ref: Any, tmp_path: Path, make_host: HostFactory
+) -> None:
     """The final context of a replay with compactions (handoff, placeholders, tail)."""
     from hermes_core.config import settings_from
-    from hermes_core.host import Hermes
     from hermes_core.replay import replay
 
     name = "entireio-cli-38ecf75f2f1d"
     settings = settings_from(
         {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
     )
-    hermes = Hermes(settings)
-    try:
-        report = replay(hermes, SESSIONS[name], context_length=32_000)
-    finally:
-        hermes.close()
+    hermes = make_host.like(settings)
+    report = replay(hermes, SESSIONS[name], context_length=32_000)
+    hermes.close()
     assert len(report.compressions) >= 2
     final = report.final_messages
     for message in final:
@@ -359,38 +359,37 @@ def test_keep_user_turns_baseline_on_a_real_session() -> None:
     assert small[1:] == everything[len(everything) - len(small) + 1 :]
 
 
-def test_one_search_counts_a_hit_and_its_neighbours_only(tmp_path: Path) -> None:
+def test_one_search_counts_a_hit_and_its_neighbours_only(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     bench = _bench()
     from hermes_core.config import settings_from
-    from hermes_core.host import Hermes
     from hermes_hookspecs import Message, NewMessage, NewSession
 
     db = tmp_path / "s.db"
-    hermes = Hermes(settings_from({"session": {"path": str(db)}}))
-    try:
-        store = hermes.store()
-        session = store.create_session(NewSession(title="t"))
-        other = store.create_session(NewSession(title="other"))
-        texts = [
-            "far answer FAR-123",
-            "filler one",
-            "near answer NEAR-456",
-            "the zebra quokka discussion",
-            "filler two",
-            "filler three",
-        ]
-        store.append_messages(
-            session.id,
-            [
-                NewMessage(message=Message(role="user" if i % 2 == 0 else "assistant", content=t))
-                for i, t in enumerate(texts)
-            ],
-        )
-        store.append_messages(
-            other.id, [NewMessage(message=Message(role="user", content="zebra quokka OTHER-789"))]
-        )
-    finally:
-        hermes.close()
+    hermes = make_host.like(settings_from({"session": {"path": str(db)}}))
+    store = hermes.store()
+    session = store.create_session(NewSession(title="t"))
+    other = store.create_session(NewSession(title="other"))
+    texts = [
+        "far answer FAR-123",
+        "filler one",
+        "near answer NEAR-456",
+        "the zebra quokka discussion",
+        "filler two",
+        "filler three",
+    ]
+    store.append_messages(
+        session.id,
+        [
+            NewMessage(message=Message(role="user" if i % 2 == 0 else "assistant", content=t))
+            for i, t in enumerate(texts)
+        ],
+    )
+    store.append_messages(
+        other.id, [NewMessage(message=Message(role="user", content="zebra quokka OTHER-789"))]
+    )
+    hermes.close()
 
     def probe_for(answer: str) -> recall.Probe:
         return recall.Probe(

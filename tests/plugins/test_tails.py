@@ -31,6 +31,7 @@ from hermes_plugin_tail_lean.sections import id_ranges, parse_quotes
 from hermes_plugin_tail_legacy import LegacyTail
 from hermes_plugin_tail_legacy import register_tail_strategies as register_legacy
 from tests.compressor_support import PluginHost, load_openai_chat, settings_for
+from tests.hosts import HostFactory
 
 HOST = PluginHost()
 
@@ -381,7 +382,7 @@ def test_index_budget_stays_within_a_share_of_the_threshold(
 
 @pytest.mark.parametrize(("window", "budget"), [(16_000, 2_000), (32_000, 8_000)])
 def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
-    tmp_path: Any, window: int, budget: int
+    tmp_path: Any, window: int, budget: int, make_host: HostFactory
 ) -> None:
     # 259K tokens of a real Codex session (its system prompt alone is 5.4K tokens) replayed
     # with the default (deterministic) summarizer. When the lean tail sized its band and
@@ -395,12 +396,11 @@ def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
     if str(repo) not in sys.path:
         sys.path.insert(0, str(repo))
     from benchmarks.transcript_inputs import large_session, write_wire
-    from hermes_core import Hermes
     from hermes_core.config import settings_from
     from hermes_core.replay import replay
 
     source = write_wire(large_session().messages, Path(tmp_path) / "large.json")
-    host = Hermes(
+    host = make_host.like(
         settings_from(
             {
                 "session": {"path": str(Path(tmp_path) / "s.db")},
@@ -409,10 +409,8 @@ def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
             }
         )
     )
-    try:
-        report = replay(host, source, format="openai-chat", context_length=window)
-    finally:
-        host.close()
+    report = replay(host, source, format="openai-chat", context_length=window)
+    host.close()
     # stored compactions: a long turn compresses mid-turn as a view sent to the model (nothing
     # is stored before commit) and is compacted once, when it is committed
     assert len(report.compressions) > 5

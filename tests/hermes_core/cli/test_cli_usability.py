@@ -31,6 +31,7 @@ from hermes_hookspecs import (
     NewSession,
     hookimpl,
 )
+from tests.hosts import build_host
 from tests.plugin_site import PluginSite
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -58,9 +59,9 @@ def run(
 
 
 def host(db: Path, tmp_path: Path) -> Hermes:
-    return Hermes(
-        settings_from({"session": {"path": str(db)}, "memory": {"home": str(tmp_path / "mem")}}),
-        load_entrypoints=True,
+    """A host on ``db`` with every default plugin (what the CLI child processes load)."""
+    return build_host(
+        settings_from({"session": {"path": str(db)}, "memory": {"home": str(tmp_path / "mem")}})
     )
 
 
@@ -213,7 +214,7 @@ def test_replay_names_the_engine_shows_skipped_attempts_and_warns(
             "compression": {"engine": "never"},
         }
     )
-    with Hermes(settings, plugins=[NeverPlugin()], load_entrypoints=True) as hermes:
+    with build_host(settings, NeverPlugin()) as hermes:
         report = replay(hermes, TRANSCRIPT, context_length=12000)
     assert report.engine == "never"
     assert report.skipped_compressions and not report.compressions

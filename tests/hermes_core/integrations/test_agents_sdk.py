@@ -28,13 +28,13 @@ pytest.importorskip(
 from agents import Runner, set_tracing_disabled
 from agents.memory import Session as SdkSession
 
-from hermes_core.config import settings_from
 from hermes_core.host import Hermes
 from hermes_core.integrations.agents_items import rows_to_items, to_messages
 from hermes_core.integrations.agents_sdk import HermesSession
 from hermes_core.testing.fake_openai import FakeOpenAIServer, Reply
 from hermes_hookspecs import LeaseBusy, ValidationError
 from tests.hermes_core.integrations.agents_sdk_worker import make_agent
+from tests.hosts import HostFactory
 
 WORKER = Path(__file__).with_name("agents_sdk_worker.py")
 
@@ -168,7 +168,9 @@ def test_malformed_items_are_named_errors(item: Any, needle: str) -> None:
 # --------------------------------------------------------------------------- the session
 
 
-def test_runner_run_persists_and_a_second_process_resumes(tmp_path: Path) -> None:
+def test_runner_run_persists_and_a_second_process_resumes(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     data = settings_data(tmp_path)
     with FakeOpenAIServer() as server:
         server.script(
@@ -177,15 +179,11 @@ def test_runner_run_persists_and_a_second_process_resumes(tmp_path: Path) -> Non
             Reply(text="Sunny in both."),
             Reply(text="Still sunny in Paris."),
         )
-        hermes = Hermes(settings_from(data))
-        try:
-            session = HermesSession("conv-1", hermes)
-            first = asyncio.run(
-                run_under_lease(session, server.base_url, "Weather in Paris and Rome?")
-            )
-            assert first == "Sunny in both."
-        finally:
-            hermes.close()
+        hermes = make_host(**data)
+        session = HermesSession("conv-1", hermes)
+        first = asyncio.run(run_under_lease(session, server.base_url, "Weather in Paris and Rome?"))
+        assert first == "Sunny in both."
+        hermes.close()
         out = run_worker(
             {
                 "settings": data,
@@ -207,16 +205,13 @@ def test_runner_run_persists_and_a_second_process_resumes(tmp_path: Path) -> Non
         assert messages[3]["content"] == "sunny in Rome"
         tool_pairs_intact(messages)
     # both processes' items are in the store, each run under its own lease
-    hermes = Hermes(settings_from(data))
-    try:
-        items = asyncio.run(HermesSession("conv-1", hermes).get_items())
-        assert items == out["items"]
-        assert items[-1]["content"][0]["text"] == "Still sunny in Paris."
-        rows = hermes.store().active_messages("conv-1")
-        assert len({row.turn_id for row in rows}) == 2
-        assert rows[0].message.role == "user" and rows[1].message.tool_calls
-    finally:
-        hermes.close()
+    hermes = make_host(**data)
+    items = asyncio.run(HermesSession("conv-1", hermes).get_items())
+    assert items == out["items"]
+    assert items[-1]["content"][0]["text"] == "Still sunny in Paris."
+    rows = hermes.store().active_messages("conv-1")
+    assert len({row.turn_id for row in rows}) == 2
+    assert rows[0].message.role == "user" and rows[1].message.tool_calls
 
 
 async def run_under_lease(
@@ -231,98 +226,90 @@ async def run_under_lease(
         await client.close()
 
 
-def test_compaction_during_runs_keeps_tool_pairs_and_history_searchable(tmp_path: Path) -> None:
+def test_compaction_during_runs_keeps_tool_pairs_and_history_searchable(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     data = settings_data(
         tmp_path,
         compression={"threshold_tokens": 1200, "protect_first_n": 1, "prune_min_chars": 100},
         model={"context_length": 8000},
     )
-    hermes = Hermes(settings_from(data))
-    try:
-        session = HermesSession("long", hermes)
-        with FakeOpenAIServer() as server:
-            for i in range(8):
-                server.script(
-                    "chat.completions",
-                    tool_reply(f"Looking up city{i}.", (f"call_{i}a", f"city{i}"),
-                               (f"call_{i}b", f"town{i}")),
-                    Reply(text=f"Answer {i}: " + "detail " * 40),
-                )  # fmt: skip
-            for i in range(8):
-                asyncio.run(
-                    run_under_lease(session, server.base_url, f"Question {i} about zebra{i}?")
-                )
-            record = hermes.store().get_session(session.hermes_session_id)
-            assert record.compression_count >= 1
-            for request in server.requests_to("chat.completions"):
-                tool_pairs_intact([m for m in request.body["messages"] if m["role"] != "system"])
-            items = asyncio.run(session.get_items())
-            assert "CONTEXT SUMMARY" in json.dumps(items)  # the summary the next run sees
-            assert not any(i.get("content") == "Question 0 about zebra0?" for i in items)
-            calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
-            outputs = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
-            assert set(outputs) <= set(calls)
-            hits = asyncio.run(session.search("zebra0"))
-            assert hits and hits[0].compacted
-            # the recall tools let the model read what the compaction dropped
+    hermes = make_host(**data)
+    session = HermesSession("long", hermes)
+    with FakeOpenAIServer() as server:
+        for i in range(8):
             server.script(
                 "chat.completions",
-                Reply(
-                    text="",
-                    tool_calls=[
-                        {"id": "r1", "name": "session_search", "arguments": '{"query": "zebra0"}'}  # type: ignore[list-item]  # the dict form; Reply validates it
-                    ],
-                ),
-                Reply(text="Found it."),
-            )
-            tools = tuple(session.recall_tools())
-            assert {tool.name for tool in tools} == {"session_search", "session_open"}
-            final = asyncio.run(run_under_lease(session, server.base_url, "What was first?", tools))
-            assert final == "Found it."
-            last = server.requests_to("chat.completions")[-1].body["messages"]
-            recalled = next(m for m in last if m.get("tool_call_id") == "r1")
-            assert "Question 0 about zebra0?" in recalled["content"]
-    finally:
-        hermes.close()
+                tool_reply(f"Looking up city{i}.", (f"call_{i}a", f"city{i}"),
+                           (f"call_{i}b", f"town{i}")),
+                Reply(text=f"Answer {i}: " + "detail " * 40),
+            )  # fmt: skip
+        for i in range(8):
+            asyncio.run(run_under_lease(session, server.base_url, f"Question {i} about zebra{i}?"))
+        record = hermes.store().get_session(session.hermes_session_id)
+        assert record.compression_count >= 1
+        for request in server.requests_to("chat.completions"):
+            tool_pairs_intact([m for m in request.body["messages"] if m["role"] != "system"])
+        items = asyncio.run(session.get_items())
+        assert "CONTEXT SUMMARY" in json.dumps(items)  # the summary the next run sees
+        assert not any(i.get("content") == "Question 0 about zebra0?" for i in items)
+        calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
+        outputs = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
+        assert set(outputs) <= set(calls)
+        hits = asyncio.run(session.search("zebra0"))
+        assert hits and hits[0].compacted
+        # the recall tools let the model read what the compaction dropped
+        server.script(
+            "chat.completions",
+            Reply(
+                text="",
+                tool_calls=[
+                    {"id": "r1", "name": "session_search", "arguments": '{"query": "zebra0"}'}  # type: ignore[list-item]  # the dict form; Reply validates it
+                ],
+            ),
+            Reply(text="Found it."),
+        )
+        tools = tuple(session.recall_tools())
+        assert {tool.name for tool in tools} == {"session_search", "session_open"}
+        final = asyncio.run(run_under_lease(session, server.base_url, "What was first?", tools))
+        assert final == "Found it."
+        last = server.requests_to("chat.completions")[-1].body["messages"]
+        recalled = next(m for m in last if m.get("tool_call_id") == "r1")
+        assert "Question 0 about zebra0?" in recalled["content"]
 
 
-def test_a_second_process_waits_for_the_runs_lease(tmp_path: Path) -> None:
+def test_a_second_process_waits_for_the_runs_lease(tmp_path: Path, make_host: HostFactory) -> None:
     data = settings_data(tmp_path)
-    hermes = Hermes(settings_from(data))
-    try:
-        session = HermesSession("busy", hermes)
-        with FakeOpenAIServer() as server:
+    hermes = make_host(**data)
+    session = HermesSession("busy", hermes)
+    with FakeOpenAIServer() as server:
 
-            async def hold() -> dict[str, Any]:
-                async with session.lease():
-                    return await asyncio.to_thread(
-                        run_worker,
-                        {
-                            "settings": data,
-                            "session_id": "busy",
-                            "base_url": server.base_url,
-                            "input": "hi",
-                            "lease_wait": 0.3,
-                        },
-                    )
+        async def hold() -> dict[str, Any]:
+            async with session.lease():
+                return await asyncio.to_thread(
+                    run_worker,
+                    {
+                        "settings": data,
+                        "session_id": "busy",
+                        "base_url": server.base_url,
+                        "input": "hi",
+                        "lease_wait": 0.3,
+                    },
+                )
 
-            out = asyncio.run(hold())
-        assert out["returncode"] == 3
-        assert out["error"].startswith("LeaseBusy")
-        assert hermes.store().active_messages("busy") == []
-    finally:
-        hermes.close()
+        out = asyncio.run(hold())
+    assert out["returncode"] == 3
+    assert out["error"].startswith("LeaseBusy")
+    assert hermes.store().active_messages("busy") == []
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Hermes]:
+def store_host(
+    request: pytest.FixtureRequest, tmp_path: Path, make_host: HostFactory
+) -> Iterator[Hermes]:
     """A host on the SQLite store, or on PostgreSQL in a scratch schema."""
     if request.param == "sqlite":
-        hermes = Hermes(settings_from(settings_data(tmp_path)))
-        try:
-            yield hermes
-        finally:
-            hermes.close()
+        yield make_host(**settings_data(tmp_path))
         return
     from hermes_plugin_postgres_store import PostgresSessionStore
     from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
@@ -334,11 +321,11 @@ def store_host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Herme
         pytest.skip(reason)
     with scratch_schema(dsn) as schema:
         store = PostgresSessionStore(dsn, schema=schema, max_size=4)
-        hermes = Hermes(settings_from(settings_data(tmp_path)), store=store)
+        hermes = make_host(**settings_data(tmp_path), store=store)
         try:
             yield hermes
         finally:
-            hermes.close()
+            hermes.close()  # before the store it does not own
             store.close()
 
 
@@ -376,63 +363,58 @@ def test_bad_batches_store_nothing_and_pop_clear_keep_history_searchable(
     assert [hit.compacted for hit in asyncio.run(session.search("Paris"))] == [True]
 
 
-def test_a_busy_lease_fails_a_write_outside_a_run_lease(tmp_path: Path) -> None:
+def test_a_busy_lease_fails_a_write_outside_a_run_lease(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     data = settings_data(tmp_path, session={"lease_wait": 0.2})
-    hermes = Hermes(settings_from(data))
-    other = Hermes(settings_from(data))
-    try:
-        session = HermesSession("two", hermes)
-        rival = HermesSession("two", other)
-        entered = threading.Event()
+    hermes = make_host(**data)
+    other = make_host(**data)
+    session = HermesSession("two", hermes)
+    rival = HermesSession("two", other)
+    entered = threading.Event()
 
-        async def main() -> None:
-            async with session.lease():
-                entered.set()
-                with pytest.raises(LeaseBusy):
-                    await rival.add_items([{"role": "user", "content": "late"}])
+    async def main() -> None:
+        async with session.lease():
+            entered.set()
+            with pytest.raises(LeaseBusy):
+                await rival.add_items([{"role": "user", "content": "late"}])
 
-        asyncio.run(main())
-        assert entered.is_set()
-        assert asyncio.run(rival.get_items()) == []
-    finally:
-        other.close()
-        hermes.close()
+    asyncio.run(main())
+    assert entered.is_set()
+    assert asyncio.run(rival.get_items()) == []
 
 
-def test_a_rotated_session_is_followed_to_its_child(tmp_path: Path) -> None:
+def test_a_rotated_session_is_followed_to_its_child(tmp_path: Path, make_host: HostFactory) -> None:
     data = settings_data(
         tmp_path,
         compression={"threshold_tokens": 900, "protect_first_n": 1, "in_place": False},
     )
-    hermes = Hermes(settings_from(data))
-    try:
-        session = HermesSession("rot", hermes)
-        for i in range(6):
-            asyncio.run(
-                session.add_items(
-                    [
-                        {"role": "user", "content": f"question {i} " + "words " * 40},
-                        {"role": "assistant", "content": f"answer {i} " + "more " * 40},
-                    ]
-                )
+    hermes = make_host(**data)
+    session = HermesSession("rot", hermes)
+    for i in range(6):
+        asyncio.run(
+            session.add_items(
+                [
+                    {"role": "user", "content": f"question {i} " + "words " * 40},
+                    {"role": "assistant", "content": f"answer {i} " + "more " * 40},
+                ]
             )
-        child = session.hermes_session_id
-        assert child != "rot" and hermes.store().get_session("rot").end_reason == "compression"
-        items = asyncio.run(session.get_items())
-    finally:
-        hermes.close()
-    again = Hermes(settings_from(data))
-    try:
-        reopened = HermesSession("rot", again)
-        assert reopened.hermes_session_id == child
-        assert asyncio.run(reopened.get_items()) == items
-        # search reaches the parent's rows through the lineage
-        assert any(hit.session_id == "rot" for hit in asyncio.run(reopened.search("question")))
-    finally:
-        again.close()
+        )
+    child = session.hermes_session_id
+    assert child != "rot" and hermes.store().get_session("rot").end_reason == "compression"
+    items = asyncio.run(session.get_items())
+    hermes.close()
+    again = make_host(**data)
+    reopened = HermesSession("rot", again)
+    assert reopened.hermes_session_id == child
+    assert asyncio.run(reopened.get_items()) == items
+    # search reaches the parent's rows through the lineage
+    assert any(hit.session_id == "rot" for hit in asyncio.run(reopened.search("question")))
 
 
-def test_a_stalled_run_loses_its_lease_and_stores_nothing_after(tmp_path: Path) -> None:
+def test_a_stalled_run_loses_its_lease_and_stores_nothing_after(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     """SIGSTOP the child mid-run past its lease ttl; another holder takes over and writes."""
     data = settings_data(tmp_path)
     with FakeOpenAIServer() as server:
@@ -450,7 +432,7 @@ def test_a_stalled_run_loses_its_lease_and_stores_nothing_after(tmp_path: Path) 
         try:
             server.wait_for_requests(1, endpoint="chat.completions", timeout=60)
             os.kill(child.pid, signal.SIGSTOP)
-            hermes = Hermes(settings_from(data))
+            hermes = make_host(**data)
             try:
                 time.sleep(1.5)  # past the child's ttl: its lease expires while it is stopped
                 taker = HermesSession("stall", hermes)
@@ -463,15 +445,12 @@ def test_a_stalled_run_loses_its_lease_and_stores_nothing_after(tmp_path: Path) 
             finally:
                 os.kill(child.pid, signal.SIGCONT)
             stdout, _ = child.communicate(timeout=60)
-            try:
-                out = json.loads(stdout.strip().splitlines()[-1])
-                assert child.returncode == 3, out
-                assert out["error"].startswith("LeaseLost"), out
-                stored = json.dumps(asyncio.run(taker.get_items()))
-                assert "written meanwhile" in stored
-                assert "late answer" not in stored
-            finally:
-                hermes.close()
+            out = json.loads(stdout.strip().splitlines()[-1])
+            assert child.returncode == 3, out
+            assert out["error"].startswith("LeaseLost"), out
+            stored = json.dumps(asyncio.run(taker.get_items()))
+            assert "written meanwhile" in stored
+            assert "late answer" not in stored
         finally:
             if child.poll() is None:
                 child.kill()
@@ -501,7 +480,9 @@ def test_the_docs_example_runs(tmp_path: Path) -> None:
     assert "Weather in Paris?" in out.stdout  # the search hit
 
 
-def test_responses_model_items_match_the_sdks_own_session(tmp_path: Path) -> None:
+def test_responses_model_items_match_the_sdks_own_session(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     """Reasoning, calls and outputs through the Responses model: stored as the SDK stores them."""
     from agents import Agent, OpenAIResponsesModel, SQLiteSession
     from openai import AsyncOpenAI
@@ -555,19 +536,16 @@ def test_responses_model_items_match_the_sdks_own_session(tmp_path: Path) -> Non
         script(theirs)
         reference = asyncio.run(converse(SQLiteSession("ref"), theirs.base_url))
         their_inputs = [r.body["input"] for r in theirs.requests_to("responses")]
-    hermes = Hermes(settings_from(settings_data(tmp_path)))
-    try:
-        with FakeOpenAIServer() as ours:
-            script(ours)
-            stored = asyncio.run(converse(HermesSession("resp", hermes), ours.base_url))
-            our_inputs = [r.body["input"] for r in ours.requests_to("responses")]
-        assert stored == reference
-        assert our_inputs == their_inputs  # the model saw the same history, reasoning included
-        assert any(item.get("type") == "reasoning" for item in our_inputs[-1])
-        rows = hermes.store().active_messages("resp")
-        assert [row.message.role for row in rows] == [
-            "user", "assistant", "tool", "assistant", "user", "assistant"
-        ]  # fmt: skip
-        assert rows[1].message.tool_calls and rows[1].message.tool_calls[0].id == "call_r1"
-    finally:
-        hermes.close()
+    hermes = make_host(**settings_data(tmp_path))
+    with FakeOpenAIServer() as ours:
+        script(ours)
+        stored = asyncio.run(converse(HermesSession("resp", hermes), ours.base_url))
+        our_inputs = [r.body["input"] for r in ours.requests_to("responses")]
+    assert stored == reference
+    assert our_inputs == their_inputs  # the model saw the same history, reasoning included
+    assert any(item.get("type") == "reasoning" for item in our_inputs[-1])
+    rows = hermes.store().active_messages("resp")
+    assert [row.message.role for row in rows] == [
+        "user", "assistant", "tool", "assistant", "user", "assistant"
+    ]  # fmt: skip
+    assert rows[1].message.tool_calls and rows[1].message.tool_calls[0].id == "call_r1"

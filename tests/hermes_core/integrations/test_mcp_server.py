@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.hosts import HostFactory, build_host
+
 pytest.importorskip("mcp", reason="needs the 'mcp' extra (pip install -e '.[mcp]'): mcp")
 
 from mcp import Client
@@ -53,7 +55,7 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     replayed = json.loads(out.stdout)["session_id"]
-    hermes = Hermes(
+    hermes = build_host(
         settings_from(
             {
                 "plugins": {"autoload": True, "block": ["memory_builtin"]},
@@ -62,11 +64,9 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             }
         )
     )
-    try:
-        record_session(hermes, "alpha", "Where did the quokka go?", "The quokka went east.")
-        record_session(hermes, "beta", "Secret: the wombat code is 7731.", "Noted, wombat 7731.")
-    finally:
-        hermes.close()
+    record_session(hermes, "alpha", "Where did the quokka go?", "The quokka went east.")
+    record_session(hermes, "beta", "Secret: the wombat code is 7731.", "Noted, wombat 7731.")
+    hermes.close()
     return {"root": root, "db": db, "replayed": replayed}
 
 
@@ -154,14 +154,16 @@ def test_scoped_search_open_and_list_over_stdio(store_dir: dict[str, Any]) -> No
     assert db_state(db) == before
 
 
-def test_all_sessions_and_a_message_of_another_session(store_dir: dict[str, Any]) -> None:
+def test_all_sessions_and_a_message_of_another_session(
+    store_dir: dict[str, Any], make_host: HostFactory
+) -> None:
     root, db = store_dir["root"], store_dir["db"]
     config = write_config(root, db, ["alpha"], "alpha.toml")
-    hermes = Hermes(settings_from({"session": {"path": str(db)}, "plugins": {"autoload": True}}))
-    try:
-        beta_row = hermes.store().active_messages("beta")[0].id
-    finally:
-        hermes.close()
+    hermes = make_host.like(
+        settings_from({"session": {"path": str(db)}, "plugins": {"autoload": True}})
+    )
+    beta_row = hermes.store().active_messages("beta")[0].id
+    hermes.close()
     _, (hidden,) = asyncio.run(
         with_client(config, calls=[("session_open", {"message_id": beta_row})])
     )

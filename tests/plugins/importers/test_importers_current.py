@@ -29,6 +29,7 @@ from hermes_plugin_importers.claude_code import _KNOWN_TYPES, ClaudeCodeImporter
 from hermes_plugin_importers.codex_rollout import CodexRolloutImporter
 from hermes_plugin_importers.harness import CLAUDE_CODE
 from hermes_plugin_importers.reading import ImportLimits, iter_jsonl, read_bytes
+from tests.hosts import HostFactory
 
 ROOT = Path(__file__).resolve().parents[3]
 TRANSCRIPTS = ROOT / "transcripts"
@@ -541,15 +542,16 @@ def test_deep_json_is_a_clear_error_in_every_importer(
 
 
 # -- the replay report -----------------------------------------------------------------
-def test_the_replay_report_shows_what_the_importer_skipped(tmp_path: Path) -> None:
+def test_the_replay_report_shows_what_the_importer_skipped(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
     from hermes_core.config import settings_from
-    from hermes_core.host import Hermes
     from hermes_core.replay import replay
 
     records = _records(REWIND)
     cut = next(i for i, r in enumerate(records) if r["type"] == "assistant" and i > 40)
     path = _write(tmp_path / "short.jsonl", records[: cut + 1])  # a short real session
-    host = Hermes(
+    host = make_host.like(
         settings_from(
             {
                 "plugins": {"autoload": True, "block": ["memory_builtin"]},
@@ -558,10 +560,8 @@ def test_the_replay_report_shows_what_the_importer_skipped(tmp_path: Path) -> No
             }
         )
     )
-    try:
-        report = replay(host, path)
-    finally:
-        host.close()
+    report = replay(host, path)
+    host.close()
     assert report.format == "claude-code"
     assert report.import_skipped["record.last-prompt"] >= 1
     assert report.import_skipped["attachment.hook_success"] == 1

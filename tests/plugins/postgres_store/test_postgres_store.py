@@ -46,13 +46,13 @@ from hermes_plugin_postgres_store.testing import drop_schema, find_dsn, in_ci, s
 SPAWN = multiprocessing.get_context("spawn")
 
 
-@pytest.fixture(scope="module")
 def pid(proc: BaseProcess) -> int:
     """A started process's pid (``Process.pid`` is None only before ``start()``)."""
     assert proc.pid is not None
     return proc.pid
 
 
+@pytest.fixture(scope="module")
 def pg_dsn() -> str:
     dsn, reason = find_dsn()
     if dsn is None:
