@@ -1,7 +1,7 @@
-"""Generated documentation: the hook reference, the configuration reference and the CLI reference.
+"""Generated documentation: the hook, contract, configuration and CLI references.
 
 ``python -m hermes_core.docsgen`` rewrites the generated sections of
-``docs/hooks.md``, ``docs/configuration.md`` and ``docs/cli.md`` (between
+``docs/hooks.md``, ``docs/reference.md``, ``docs/configuration.md`` and ``docs/cli.md`` (between
 ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` markers);
 ``python -m hermes_core.docsgen --check`` fails when any is stale (CI runs
 the same check as a test).
@@ -97,10 +97,18 @@ def cli_section() -> str:
     return "\n".join(out)
 
 
+def reference_section() -> str:
+    """The contract's interfaces, models, errors and constants (see :mod:`hermes_core.apiref`)."""
+    from .apiref import reference_markdown
+
+    return reference_markdown()
+
+
 SECTIONS = {
     "docs/hooks.md": ("hooks", hooks_section),
     "docs/configuration.md": ("config", config_section),
     "docs/cli.md": ("cli", cli_section),
+    "docs/reference.md": ("reference", reference_section),
 }
 
 

@@ -22,9 +22,13 @@ class ProviderCompactionRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session record, routing included
     session: SessionRecord
+    #: its active view
     messages: list[StoredMessage]
+    #: the session's model
     model: str = ""
+    #: the backend's ``[compaction.NAME]`` table
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -39,11 +43,17 @@ class ProviderCompactionResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the answering backend's name
     backend: str
+    #: the new active view
     messages: list[NewMessage]
+    #: merged into the session's routing
     routing: dict[str, Any] = Field(default_factory=dict)
+    #: tokens before, as the provider counts them (0: unknown)
     tokens_before: int = 0
+    #: tokens after, likewise
     tokens_after: int = 0
+    #: backend-specific facts for the compaction event (JSON)
     detail: dict[str, Any] = Field(default_factory=dict)
 
 

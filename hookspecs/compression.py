@@ -22,7 +22,38 @@ CompressionStatus = Literal["compressed", "aborted", "skipped"]
 
 
 class CompressionSettings(BaseModel):
-    """The resolved ``[compression]`` settings handed to engines (read-only)."""
+    """The resolved ``[compression]`` settings handed to engines (read-only).
+
+    Each field is the setting of the same name in docs/configuration.md, after
+    defaults, file and environment were applied.
+
+    :param threshold_tokens: the effective trigger in tokens (``hermes-core config show``).
+    :param context_length: the model's window in tokens.
+    :param protect_first_n: head messages kept verbatim at the first compression.
+    :param target_ratio: the legacy tail's size, as a share of the threshold.
+    :param tail_min_messages: the legacy tail's minimum length in messages.
+    :param prune_min_chars: tool output longer than this is pruned to a placeholder.
+    :param max_tool_args_chars: tool-call arguments longer than this are cut.
+    :param summary_input_tokens: the most tokens handed to the summarizer at once.
+    :param summary_prefix_reuse: send the summary request after the session's own prefix,
+        so the provider's prompt cache serves it.
+    :param abort_on_summary_failure: on any summarizer failure keep the session untouched
+        instead of falling back.
+    :param summarizer: the summarizer to use.
+    :param fallback_summarizer: the summarizer used when ``summarizer`` fails.
+    :param tail: the tail strategy to use.
+    :param lean_tail_min_tokens: the lean tail's lower bound in tokens.
+    :param lean_tail_max_tokens: the lean tail's upper bound in tokens.
+    :param identifier_budget_tokens: the identifier index's budget in tokens.
+    :param user_quote_budget_tokens: the lean tail's budget for verbatim user quotes (0: none;
+        the handoff quotes the user's requests).
+    :param cooldown_seconds: the pause after a failed compression, doubled per further failure.
+    :param max_cooldown_seconds: the cap on that pause.
+    :param breaker_after: ineffective compressions in a row before the breaker opens.
+    :param min_savings_ratio: the least share of tokens a compression must save to count
+        as effective.
+    :param options: free-form values for engines (the core sets none).
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -82,15 +113,25 @@ class CompressionRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
+    #: the session to compress
     session_id: str
+    #: its active view, oldest first, without the system prompt
     messages: list[StoredMessage]
+    #: the session's model (picks the tokenizer)
     model: str = ""
+    #: the resolved compression settings, ``threshold_tokens`` included
     settings: CompressionSettings
+    #: what the ``on_pre_compress`` hooks and memory providers asked the summary to keep
     insights: list[str] = Field(default_factory=list)
+    #: a topic the summary should keep in focus (``hermes-core compress --focus``)
     focus: str | None = None
+    #: asked for explicitly (``Session.compress``, the CLI): bypasses cooldowns and the breaker
     manual: bool = False
+    #: the handoff of the previous compression, to update rather than restart
     previous_summary: HandoffSummary | None = None
+    #: 1 for the session's first compression, then 2, 3, ...
     compression_index: int = 1
+    #: tokens of the frozen system prompt and tool schemas, which stay
     system_tokens: int = 0
     #: the session's frozen tool schemas; sent with the summary request when
     #: ``summary_prefix_reuse`` is on so the provider's cached prefix matches
@@ -110,16 +151,27 @@ class CompressionResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: ``compressed``, or ``aborted``/``skipped`` (then nothing changes)
     status: CompressionStatus
+    #: the answering engine's name
     engine: str
+    #: the new active view (with ``compressed``)
     messages: list[NewMessage] = Field(default_factory=list)
+    #: the handoff written into the new view, if any
     summary: HandoffSummary | None = None
+    #: tokens of the view before
     tokens_before: int = 0
+    #: tokens of the new view
     tokens_after: int = 0
+    #: the summarizer that wrote ``summary``
     summarizer: str = ""
+    #: the fallback summarizer wrote it (the configured one failed)
     fallback_used: bool = False
+    #: why the engine aborted or skipped
     reason: str = ""
+    #: remarks for the compaction event and the replay report
     notes: list[str] = Field(default_factory=list)
+    #: the summarizer model's usage, when it called one
     summary_usage: Usage | None = None
 
 
@@ -128,9 +180,13 @@ class SelectRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session the request belongs to
     session_id: str
+    #: the request's messages, system prompt first
     messages: list[Message]
+    #: the session's model
     model: str = ""
+    #: the resolved compression settings
     settings: CompressionSettings
 
 
@@ -139,15 +195,25 @@ class EngineStatus(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the engine's name
     engine: str
+    #: the compression trigger in force for the session
     threshold_tokens: int
+    #: prompt tokens of the latest request seen
     last_prompt_tokens: int = 0
+    #: view tokens before the latest compression
     last_tokens_before: int = 0
+    #: view tokens after it
     last_tokens_after: int = 0
+    #: compressions of the session by this engine, in this process
     compressions: int = 0
+    #: failed compressions, likewise
     failures: int = 0
+    #: Unix time before which automatic compression waits (None: no cooldown)
     cooldown_until: float | None = None
+    #: the breaker is open: automatic compression is off after ineffective runs
     circuit_open: bool = False
+    #: engine-specific state (JSON)
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -199,8 +265,11 @@ class TailRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the prunable messages, oldest first
     messages: list[StoredMessage]
+    #: tokens of each of ``messages``
     token_counts: list[int]
+    #: the resolved settings; ``threshold_tokens`` is the room the messages have
     settings: CompressionSettings
 
 
@@ -217,9 +286,13 @@ class TailPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: index into ``TailRequest.messages`` where the verbatim tail begins
     tail_start: int
+    #: sections appended to the handoff
     extra_sections: list[SummarySection] = Field(default_factory=list)
+    #: summarise the middle in chunks of at most this many tokens (None: one pass)
     digest_chunks: int | None = None
+    #: remarks for the compaction event
     notes: list[str] = Field(default_factory=list)
 
 
@@ -242,16 +315,25 @@ class SummaryRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session being compressed
     session_id: str
+    #: the middle to summarise, oldest first
     messages: list[Message]
+    #: the previous handoff, to update
     previous_summary: HandoffSummary | None = None
+    #: the request's ``insights``: what the summary must keep
     insights: list[str] = Field(default_factory=list)
+    #: a topic to keep in focus
     focus: str | None = None
+    #: the session's model
     model: str = ""
+    #: the most tokens the handoff may take
     max_output_tokens: int = 4000
+    #: the conversation's own request prefix, sent first when ``summary_prefix_reuse`` is on
     prefix_messages: list[Message] | None = None
     #: tool schemas sent with ``prefix_messages`` (part of the cached prefix)
     prefix_tools: list[dict[str, Any]] | None = None
+    #: the stored id of each of ``messages`` (None for one not stored), for pointers
     recovery_ids: list[int | None] = Field(default_factory=list)
     #: facts of these messages, extracted by the engine from their original rows (keep them
     #: verbatim); None when the caller extracted none (a summarizer may derive its own)
@@ -263,9 +345,13 @@ class SummaryResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the handoff
     summary: HandoffSummary
+    #: the name of the summarizer that wrote it
     summarizer: str
+    #: the summarizer model's usage, if it called one
     usage: Usage | None = None
+    #: the auxiliary model was unavailable and the main model wrote it
     fell_back_to_main_model: bool = False
 
 

@@ -26,14 +26,23 @@ class ImportedConversation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the importer's name
     source_format: str
+    #: the transcript file
     source_path: str
+    #: the conversation's id in the source, if it has one
     conversation_id: str = ""
+    #: its title, if any
     title: str = ""
+    #: the working directory it ran in, if recorded
     cwd: str = ""
+    #: the model it used, if recorded
     model: str = ""
+    #: the conversation in chat-completions messages, oldest first
     messages: list[Message]
+    #: format-specific facts (JSON), ``counts`` among them
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: records read and left out, by kind
     skipped: dict[str, int] = Field(default_factory=dict)
 
 

@@ -25,10 +25,15 @@ class MemorySession(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session
     session_id: str
+    #: its working directory
     cwd: str = ""
+    #: its model
     model: str = ""
+    #: the memory folder in force (``memory.home``)
     home: str = ""
+    #: host-specific values (empty by default)
     options: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -37,10 +42,15 @@ class TurnRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session
     session_id: str
+    #: the committed turn
     turn_id: str
+    #: the user's message as text
     user_text: str
+    #: the final assistant answer as text
     assistant_text: str
+    #: every message of the turn, in order
     messages: list[Message] = Field(default_factory=list)
 
 

@@ -57,7 +57,9 @@ class ToolFunction(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: the function the model calls
     name: str = Field(min_length=1)
+    #: its arguments as JSON text, exactly as the model sent them
     arguments: str = "{}"
 
     @field_validator("arguments")
@@ -77,8 +79,11 @@ class ToolCall(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: the call id a ``tool`` message answers
     id: str = Field(min_length=1)
+    #: always ``function``
     type: Literal["function"] = "function"
+    #: the function and its arguments
     function: ToolFunction
 
 
@@ -87,7 +92,9 @@ class SummarySection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the section heading
     title: str
+    #: its text
     body: str
 
 
@@ -111,7 +118,9 @@ class HandoffFact(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: what the fact is: a request, constraint, error, decision, answer, command or file
     kind: FactKind
+    #: the fact in the session's own words
     text: str
     message_id: int | None = None
     position: int = 0
@@ -130,15 +139,25 @@ class HandoffSummary(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: what the user is trying to achieve
     goal: str = ""
+    #: what the user required or ruled out
     constraints: str = ""
+    #: what has been done so far, with outcomes
     progress: str = ""
+    #: choices made and why
     decisions: str = ""
+    #: files read, created or changed
     files: str = ""
+    #: what remains to do
     next_steps: str = ""
+    #: exact values the work depends on: error lines, identifiers, commands
     critical_context: str = ""
+    #: further sections (identifier index, user quotes, recovery pointers, ...)
     extra: list[SummarySection] = Field(default_factory=list)
+    #: the summarizer that wrote it
     summarizer: str = ""
+    #: which compression of the session wrote it (1, 2, ...)
     compression_index: int = 1
     #: tokens of conversation this handoff stands for, over every compression so far
     covered_tokens: int = 0
@@ -195,14 +214,23 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: ``system``, ``user``, ``assistant`` or ``tool``
     role: Role
+    #: text, or content parts (dicts with a ``type``); None for a tool-call-only answer
     content: str | list[dict[str, Any]] | None = None
+    #: an assistant message's function calls
     tool_calls: list[ToolCall] | None = None
+    #: the call a ``tool`` message answers
     tool_call_id: str | None = None
+    #: the wire ``name`` field, when the source set one
     name: str | None = None
+    #: ``message``; ``summary`` for a handoff; ``compaction`` for an opaque provider item
     kind: MessageKind = "message"
+    #: the structured handoff of a ``summary`` message
     summary: HandoffSummary | None = None
+    #: the opaque provider item of a ``compaction`` message, resent verbatim
     provider_item: dict[str, Any] | None = None
+    #: the harness construct that injected the text (``<harness>.<kind>``); None for ordinary text
     harness: str | None = None
 
     @field_validator("content")
@@ -307,11 +335,17 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: prompt tokens, cached ones included
     input_tokens: int = 0
+    #: completion tokens, reasoning included
     output_tokens: int = 0
+    #: prompt tokens the provider served from its cache
     cache_read_tokens: int = 0
+    #: prompt tokens written to the provider's cache (where it reports them)
     cache_write_tokens: int = 0
+    #: completion tokens spent on reasoning
     reasoning_tokens: int = 0
+    #: the model that answered, when known
     model: str | None = None
 
     @classmethod

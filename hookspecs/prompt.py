@@ -26,6 +26,7 @@ class Layer(StrEnum):
 
     @property
     def rank(self) -> int:
+        """The layer's place in render order: 0 for ``stable``, 1, then 2 for ``volatile``."""
         return LAYER_ORDER.index(self.value)
 
 
@@ -39,8 +40,10 @@ class PromptBlock(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: the layer it renders in
     layer: Layer
     key: str = Field(min_length=1)
+    #: the block's text, rendered as is
     text: str
     order: int = 500
 
@@ -50,13 +53,23 @@ class PromptContext(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session
     session_id: str
+    #: its working directory (rule files are found from here upwards)
     cwd: str = ""
+    #: its model
     model: str = ""
+    #: its provider name, if given
     provider: str = ""
+    #: where the agent runs (``cli``, ``chat``...), from ``prompt.platform`` or the caller
     platform: str = ""
+    #: the integrator's message for the context layer
     caller_message: str = ""
+    #: the session's start date, ``YYYY-MM-DD``: the finest clock a block may show
     started_date: str = ""
+    #: the session's title
     title: str = ""
+    #: the session's goal
     goal: str = ""
+    #: host-specific values (empty by default)
     options: dict[str, Any] = Field(default_factory=dict)

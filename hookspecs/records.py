@@ -23,13 +23,21 @@ class NewSession(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the id to use (None: a fresh uuid4 hex)
     id: str | None = None
+    #: a human title
     title: str = ""
+    #: the working directory
     cwd: str = ""
+    #: what the session is for
     goal: str = ""
+    #: free-form routing metadata (JSON)
     routing: dict[str, Any] = Field(default_factory=dict)
+    #: the model
     model: str = ""
+    #: the provider name
     provider: str = ""
+    #: the session this one continues (a rotation's child)
     parent_id: str | None = None
 
 
@@ -44,20 +52,35 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session id
     id: str
+    #: a human title
     title: str = ""
+    #: the working directory
     cwd: str = ""
+    #: what the session is for
     goal: str = ""
+    #: free-form routing metadata (JSON)
     routing: dict[str, Any] = Field(default_factory=dict)
+    #: the model
     model: str = ""
+    #: the provider name
     provider: str = ""
+    #: the session this one continues, after a rotation
     parent_id: str | None = None
+    #: why it ended (``user``, ``compression``, ...); None while live
     end_reason: str | None = None
+    #: Unix time of creation
     created_at: float
+    #: Unix time of the last write
     updated_at: float
+    #: Unix time of the end, None while live
     ended_at: float | None = None
+    #: SHA-256 of the frozen system prompt (a ``system_prompt`` blob)
     system_prompt_hash: str | None = None
+    #: SHA-256 of the frozen tool schemas (a ``tools`` blob)
     tools_hash: str | None = None
+    #: compactions committed so far
     compression_count: int = 0
 
 
@@ -77,9 +100,12 @@ class NewMessage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the message
     message: Message
     api_content: str | list[dict[str, Any]] | None = None
+    #: its token count, when the writer counted it (None: counted when it is read)
     token_count: int | None = None
+    #: the turn that wrote it
     turn_id: str | None = None
     origin_id: int | None = None
     annotations: dict[str, JsonValue] = Field(default_factory=dict)
@@ -119,17 +145,29 @@ class StoredMessage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the row id, unique in the store: the recovery pointer ``session_open`` takes
     id: int
+    #: the session it belongs to
     session_id: str
+    #: its place in the active view
     position: int
+    #: the message
     message: Message
+    #: the exact content once sent, when it differs from ``message.content``
     api_content: str | list[dict[str, Any]] | None = None
+    #: its token count, if stored
     token_count: int | None = None
+    #: the turn that wrote it
     turn_id: str | None = None
+    #: the row it copies, for a row a compaction carried forward
     origin_id: int | None = None
+    #: facts derived once when it was recorded, by plugin namespace
     annotations: dict[str, JsonValue] = Field(default_factory=dict)
+    #: part of the active view
     active: bool = True
+    #: replaced by a compaction (still searchable)
     compacted: bool = False
+    #: Unix time it was written
     created_at: float
 
     def to_api(self) -> dict[str, Any]:
@@ -142,13 +180,21 @@ class SearchHit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the matching row (``session_open`` opens it)
     message_id: int
+    #: its session
     session_id: str
+    #: its role
     role: str
+    #: the matching text around the terms
     snippet: str
+    #: rank: ``[1, 2)`` covers every term, ``[0, 1)`` some of them; higher first
     score: float
+    #: the row is in the active view
     active: bool
+    #: the row was replaced by a compaction
     compacted: bool
+    #: Unix time it was written
     created_at: float
 
 
@@ -157,8 +203,11 @@ class LeaseHolder(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: who asks (the ``holder`` argument of ``Session.turn``)
     name: str
+    #: the machine it runs on
     host: str = Field(default_factory=socket.gethostname)
+    #: its process id; a dead pid on this host frees the lease
     pid: int = Field(default_factory=os.getpid)
 
 
@@ -171,10 +220,15 @@ class LeaseGrant(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: the leased session
     session_id: str
+    #: who holds it
     holder: LeaseHolder
+    #: the fencing token
     token: int
+    #: Unix time it expires unless renewed
     expires_at: float
+    #: Unix time it was granted
     acquired_at: float
 
 
@@ -189,8 +243,11 @@ class ContinuationUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the rebuilt prompt's hash (None: unchanged)
     system_prompt_hash: str | None = None
+    #: the rebuilt tool schemas' hash (None: unchanged)
     tools_hash: str | None = None
+    #: the new routing (None: unchanged)
     routing: dict[str, Any] | None = None
 
 
@@ -199,11 +256,17 @@ class CompactionCommit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the compacted session
     session_id: str
+    #: rows made inactive and compacted
     archived: int
+    #: rows of the new view
     inserted: int
+    #: rows written after the engine's snapshot, kept after the new ones
     carried_after_watermark: int
+    #: the session that continues, after a rotation (None: in place)
     child_session_id: str | None = None
+    #: ids of the new active view, in order
     active_ids: list[int] = Field(default_factory=list)
 
 
@@ -212,9 +275,13 @@ class UsageRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session
     session_id: str
+    #: the turn of the model call, if any
     turn_id: str | None = None
+    #: what the provider reported
     usage: Usage
+    #: Unix time it was stored (set by the store when None)
     created_at: float | None = None
 
 
@@ -228,15 +295,24 @@ class PrefixEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the session
     session_id: str
+    #: 0 for the session's first request, then 1, 2, ...
     request_index: int
+    #: the hash chain's last link over the request's segments
     request_hash: str
+    #: tokens of the whole request
     request_tokens: int
+    #: the chain link where the shared prefix ends (empty: none shared)
     shared_prefix_hash: str
+    #: tokens of the prefix shared with the previous request
     shared_prefix_tokens: int
+    #: tokens of the previous request
     previous_tokens: int
     break_reason: str | None = None
+    #: cached tokens the provider reported for this request
     provider_cached_tokens: int | None = None
+    #: Unix time it was stored
     created_at: float | None = None
 
 
@@ -245,12 +321,21 @@ class CompactionEvent(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the compacted session
     session_id: str
+    #: the context engine that compressed
     engine: str
+    #: ``local``, or the provider-side compaction backend
     backend: str = "local"
+    #: tokens of the view before
     tokens_before: int
+    #: tokens after
     tokens_after: int
+    #: the summarizer that wrote the handoff
     summarizer: str = ""
+    #: the fallback summarizer wrote it
     fallback: bool = False
+    #: trigger, focus and notes (JSON)
     detail: dict[str, Any] = Field(default_factory=dict)
+    #: Unix time it was stored
     created_at: float | None = None

@@ -12,8 +12,11 @@ class RedactionRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: names the rule in reports
     name: str
+    #: a Python regular expression
     pattern: str
+    #: what each match becomes
     replacement: str = "[REDACTED]"
 
     @field_validator("pattern")

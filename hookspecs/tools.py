@@ -46,6 +46,7 @@ class ToolContext:
     tokens: TokenCounter
     model: str | None = None
     budget_tokens: int = 2000
+    #: host-specific values (empty by default)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
