@@ -19,12 +19,13 @@ import sys
 import time
 import tomllib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hermes_core.host import Hermes
 from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, RecordedRequest, Reply
 from hermes_hookspecs import (
     CompactionBackendError,
@@ -343,13 +344,12 @@ class LocalEnginePlugin:
 
 @pytest.mark.codex
 def test_host_compacts_through_codex_and_falls_back_to_local(
-    codex_bin: Path, fake: FakeOpenAIServer, tmp_path: Path
+    codex_bin: Path, fake: FakeOpenAIServer, tmp_path: Path, hermes_factory: Callable[..., Hermes]
 ) -> None:
     import hermes_plugin_codex_compaction
     import hermes_plugin_sqlite_store.plugin
     import hermes_plugin_tiktoken_counter
     from hermes_core.config import settings_from
-    from hermes_core.host import Hermes
 
     launch = launch_settings(tmp_path, codex_bin)
     with CodexAppServer(launch, runtime=runtime_for(fake)) as app:
@@ -378,38 +378,35 @@ def test_host_compacts_through_codex_and_falls_back_to_local(
         hermes_plugin_codex_compaction,
         LocalEnginePlugin(),
     )
-    host = Hermes(settings, plugins=plugins, load_entrypoints=False)
-    try:
-        sess = host.new_session(routing={"runtime": "codex", "codex_thread_id": thread.id})
-        with sess.turn() as turn:
-            turn.prepare("hello there")
-            turn.record_response({"role": "assistant", "content": FIRST_ANSWER})
-            turn.commit()
+    host = hermes_factory(*plugins, settings=settings, defaults=())
+    sess = host.new_session(routing={"runtime": "codex", "codex_thread_id": thread.id})
+    with sess.turn() as turn:
+        turn.prepare("hello there")
+        turn.record_response({"role": "assistant", "content": FIRST_ANSWER})
+        turn.commit()
 
-        fake.script("responses", Reply(text=SUMMARY))
-        done = sess.compress()
-        assert (done.status, done.backend, done.engine) == ("compressed", "codex", "codex")
-        (marker,) = sess.active_messages()
-        assert marker.message.kind == "compaction"
-        assert sess.record.routing["codex_thread_id"] == thread.id
-        assert sess.record.routing["codex_compactions"] == 1
-        (event,) = host.store().compaction_events(sess.id)
-        assert event.backend == "codex"
-        (hit,) = sess.search(FIRST_ANSWER)
-        assert hit.compacted and not hit.active
+    fake.script("responses", Reply(text=SUMMARY))
+    done = sess.compress()
+    assert (done.status, done.backend, done.engine) == ("compressed", "codex", "codex")
+    (marker,) = sess.active_messages()
+    assert marker.message.kind == "compaction"
+    assert sess.record.routing["codex_thread_id"] == thread.id
+    assert sess.record.routing["codex_compactions"] == 1
+    (event,) = host.store().compaction_events(sess.id)
+    assert event.backend == "codex"
+    (hit,) = sess.search(FIRST_ANSWER)
+    assert hit.compacted and not hit.active
 
-        with sess.turn() as turn:
-            turn.prepare("more")
-            turn.record_response({"role": "assistant", "content": "second answer"})
-            turn.commit()
-        fake.script("responses", ErrorReply(status=500))
-        fallback = sess.compress()
-        assert (fallback.backend, fallback.engine) == ("local", KeepLastUserTurn.name)
-        assert any("compaction backend 'codex' failed" in note for note in fallback.notes)
-        assert thread.id in " ".join(fallback.notes)
-        assert sess.record.routing["codex_compactions"] == 1
-    finally:
-        host.close()
+    with sess.turn() as turn:
+        turn.prepare("more")
+        turn.record_response({"role": "assistant", "content": "second answer"})
+        turn.commit()
+    fake.script("responses", ErrorReply(status=500))
+    fallback = sess.compress()
+    assert (fallback.backend, fallback.engine) == ("local", KeepLastUserTurn.name)
+    assert any("compaction backend 'codex' failed" in note for note in fallback.notes)
+    assert thread.id in " ".join(fallback.notes)
+    assert sess.record.routing["codex_compactions"] == 1
 
 
 # --------------------------------------------------------------------------- binary missing
