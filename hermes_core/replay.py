@@ -24,6 +24,8 @@ from hermes_hookspecs import (
     Importer,
     ImportFormatError,
     Message,
+    ToolCall,
+    ToolFunction,
     hookimpl,
 )
 
@@ -37,6 +39,8 @@ from .tools import session_lineage
 
 #: hits one search returns in the one-search recall rule
 ONE_SEARCH_LIMIT = 5
+#: the recovery tool one-search recall scores (its result is what the model reads)
+SEARCH_TOOL = "session_search"
 
 SEARCH_SAMPLE = 200
 
@@ -56,15 +60,23 @@ class RecallReport(BaseModel):
 
     ``closed_book``: the share of probes with an answer in the final active
     context (system prompt and summary included). ``one_search``: the share
-    with an answer in what ONE ``session_search`` returns (the question's
-    content words, limit 5, each place with its neighbouring messages).
+    with an answer in what ONE ``session_search`` call returns to the model
+    (the question's content words, limit 5, each place with its neighbouring
+    messages, within the tool's token budget); ``one_search_source`` says
+    what was scored: the tool's result text, or, when no ``session_search``
+    tool is registered, the places in full. ``one_search_windows``: the share
+    with an answer anywhere in the places that search found, in full (before
+    the tool's budget cuts long messages to their matching passages).
     """
 
     probes: int = 0
     closed_book: float = 0.0
     one_search: float = 0.0
+    one_search_source: str = ""
+    one_search_windows: float = 0.0
     closed_book_misses: list[str] = Field(default_factory=list)
     one_search_misses: list[str] = Field(default_factory=list)
+    one_search_windows_misses: list[str] = Field(default_factory=list)
 
 
 class CompressionInfo(BaseModel):
@@ -358,20 +370,25 @@ def _finish(hermes: Hermes, session: Any, report: ReplayReport, probes: list[Pro
         len(str(m.get("content") or "")) for m in final if SUMMARY_BEGIN in str(m.get("content"))
     )
     if probes:
-        _score_probes(store, session.id, final, probes, report)
+        _score_probes(hermes, store, session, final, probes, report)
 
 
 def _score_probes(
+    hermes: Hermes,
     store: Any,
-    session_id: str,
+    session: Any,
     final: list[dict[str, Any]],
     probes: list[Probe],
     report: ReplayReport,
 ) -> None:
     """Closed-book and one-search recall of ``probes``, scored as the probe README says."""
     closed = closed_book(final, probes)
-    lineage = list(session_lineage(store, session_id))
+    lineage = list(session_lineage(store, session.id))
+    toolbox = hermes.toolbox()
+    tool = SEARCH_TOOL if SEARCH_TOOL in toolbox.tools else None
+    tokens = hermes.tokens(session.model)
     searched: list[str] = []
+    in_windows: list[str] = []
     for probe in probes:
         places = search_with_context(
             store, probe.query(), session_ids=lineage, limit=ONE_SEARCH_LIMIT, neighbours=1
@@ -379,6 +396,12 @@ def _score_probes(
         text = MESSAGE_SEPARATOR.join(
             recall_message_text(row.message.to_api()) for place in places for row in place.window
         )
+        if probe.hit(text):
+            in_windows.append(probe.id)
+        if tool is not None:
+            arguments = json.dumps({"query": probe.query(), "limit": ONE_SEARCH_LIMIT})
+            call = ToolCall(id="probe", function=ToolFunction(name=tool, arguments=arguments))
+            text = toolbox.run(call, session_id=session.id, store=store, tokens=tokens)
         if probe.hit(text):
             searched.append(probe.id)
         report.probes.append(
@@ -395,8 +418,15 @@ def _score_probes(
         probes=n,
         closed_book=round(closed.recall, 4),
         one_search=round(len(searched) / n, 4),
+        one_search_source=(
+            f"the {tool} tool's result (budget {toolbox.budget_tokens:,} tokens)"
+            if tool is not None
+            else "the places search_with_context found, in full (no session_search tool)"
+        ),
+        one_search_windows=round(len(in_windows) / n, 4),
         closed_book_misses=closed.misses,
         one_search_misses=[p.id for p in probes if p.id not in searched],
+        one_search_windows_misses=[p.id for p in probes if p.id not in in_windows],
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_core.recall import STOPWORDS, content_words
 from hermes_core.recall import message_text as wire_text
@@ -50,7 +50,9 @@ class SearchResult(BaseModel):
     order, within the same session. When the windows of several hits overlap
     they are merged into this one place: ``hits`` lists every hit inside it,
     best first (``hits[0] is hit``), and the window spans all of them plus
-    ``neighbours`` messages on either side.
+    ``neighbours`` messages on either side. ``duplicates`` are the ids of
+    other hits whose text is the same as ``hit``'s (whitespace aside): a
+    rerun's identical output is not shown as a place of its own.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -60,6 +62,7 @@ class SearchResult(BaseModel):
     before: list[StoredMessage]
     after: list[StoredMessage]
     hits: list[SearchHit]
+    duplicates: list[int] = Field(default_factory=list)
 
     @property
     def window(self) -> list[StoredMessage]:
@@ -90,9 +93,11 @@ def search_with_context(
     each opens a window of ``neighbours`` stored messages on either side, in
     write order, within the hit's session. A hit whose window overlaps a
     place already taken joins that place (its window widens) instead of
-    counting again, and more hits are asked for until ``limit`` distinct
-    places are filled or the store has no more. Hits on text a harness
-    injected (:attr:`Message.harness`) come after all others.
+    counting again; a hit whose text is the same as a place's hit joins
+    that place's ``duplicates``; more hits are asked for until ``limit``
+    distinct places are filled or the store has no more. Hits on text a harness
+    injected (:attr:`Message.harness`) and on compaction summaries (``kind
+    == "summary"``) come after all others.
 
     :param store: the session store to search.
     :param query: plain text (search syntax in it is text, never operators).
@@ -129,6 +134,7 @@ class _Place:
     def __init__(self, hit: SearchHit, rows: list[StoredMessage]) -> None:
         self.hits = [hit]
         self.rows = {row.id: row for row in rows}
+        self.duplicates: list[int] = []
 
     def overlaps(self, session_id: str, rows: list[StoredMessage]) -> bool:
         return self.hits[0].session_id == session_id and any(r.id in self.rows for r in rows)
@@ -148,6 +154,7 @@ class _Place:
             before=ordered[:at],
             after=ordered[at + 1 :],
             hits=list(self.hits),
+            duplicates=list(self.duplicates),
         )
 
 
@@ -166,9 +173,10 @@ def _window(
     return [*shown_before, rows[at], *later[:neighbours]]
 
 
-def _is_harness(hit: SearchHit, rows: list[StoredMessage]) -> bool:
+def _second_hand(hit: SearchHit, rows: list[StoredMessage]) -> bool:
+    """Whether the hit is text a harness injected or a compaction summary."""
     row = next((r for r in rows if r.id == hit.message_id), None)
-    return row is not None and row.message.harness is not None
+    return row is not None and (row.message.harness is not None or row.message.kind == "summary")
 
 
 def _places(
@@ -180,14 +188,31 @@ def _places(
 ) -> list[_Place]:
     windows = [(hit, _window(store, hit, neighbours, include_compacted)) for hit in hits]
     # text a harness injected (reminders, its own compaction summaries) matches many
-    # queries and answers few: such hits come after every other one, in store order
-    windows.sort(key=lambda pair: _is_harness(*pair))
+    # queries and answers few, and our compaction summaries restate the messages they
+    # stand for (each summary again, so one fact fills every place): such hits come
+    # after every other one, in store order; the originals are the evidence
+    windows.sort(key=lambda pair: _second_hand(*pair))
     places: list[_Place] = []
+    by_text: dict[str, _Place] = {}  # a place's hit text -> the place
     for hit, rows in windows:
         joined = next((p for p in places if p.overlaps(hit.session_id, rows)), None)
         if joined is not None:
             joined.absorb(hit, rows)
             continue
+        # the same text again (a rerun's identical output, a repeated message) is no new
+        # place: the place holding it names where else it occurs
+        text = _hit_text(hit, rows)
+        same = by_text.get(text) if text else None
+        if same is not None:
+            same.duplicates.append(hit.message_id)
+            continue
         if len(places) < limit:  # past the limit a hit may still widen a place
             places.append(_Place(hit, rows))
+            if text:
+                by_text.setdefault(text, places[-1])
     return places
+
+
+def _hit_text(hit: SearchHit, rows: list[StoredMessage]) -> str:
+    row = next((r for r in rows if r.id == hit.message_id), None)
+    return " ".join(message_text(row.message).split()) if row is not None else ""

@@ -47,6 +47,20 @@ _WORDISH = re.compile(r"\w", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 
 
+def searchable_text(content: str, calls: Iterable[tuple[str, str]], cap: int) -> str:
+    """The text of a message that search matches and snippets are cut from, in every store.
+
+    The content (its text parts), then, when there are tool calls, a newline
+    and each call's ``name arguments`` (raw JSON), one a line; cut to ``cap``
+    characters (``fts_index_cap``). Nothing else of the message (not a tool
+    result's ``name``) is searched, so a row is found, ranked and shown alike
+    by both stores.
+    """
+    pieces = [f"{name} {arguments}" for name, arguments in calls]
+    text = content + ("\n" + "\n".join(pieces) if pieces else "")
+    return text[:cap]
+
+
 def query_terms(query: str) -> tuple[str, ...]:
     """The terms of a user query (see the module docstring)."""
     seen: dict[str, None] = {}
@@ -122,6 +136,93 @@ def substring_relevance(text: str, terms: Iterable[str]) -> float:
     found = sum(folded.count(fold(term)) for term in terms)
     weight = found / (1.0 + len(folded) / 1000.0)
     return 0.1 * weight / (1.0 + weight)
+
+
+#: a passage (:func:`passages`) is a line, or this many characters of a longer one
+PASSAGE_CHARS = 160
+#: a gap between passages this short is shown rather than marked
+GAP_SHOWN = 60
+
+
+def _pieces(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each passage of ``text``: its lines, long ones cut up."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for line in text.splitlines(keepends=True):
+        end = start + len(line)
+        while end - start > PASSAGE_CHARS:
+            out.append((start, start + PASSAGE_CHARS))
+            start += PASSAGE_CHARS
+        if end > start:
+            out.append((start, end))
+        start = end
+    return out
+
+
+def passages(text: str, terms: Iterable[str], limit: int) -> str:
+    """About ``limit`` characters of ``text``: its passages covering the most query terms.
+
+    The text is cut into passages (lines; a long line into pieces of
+    :data:`PASSAGE_CHARS`). Passages are taken best first: most distinct terms
+    covered (:class:`TermMatcher`), then earliest; then, room left, the
+    passage after each, then the one before. They are shown in text order, a gap of up
+    to :data:`GAP_SHOWN` characters shown, a longer one marked
+    ``…[N chars skipped]…`` (``…[N more chars]`` at the end). A text covering
+    no term shows its head and its tail (a command's output ends with its
+    verdict). The whole text when it fits.
+    """
+    if len(text) <= limit:
+        return text
+    matcher = TermMatcher(terms)
+    pieces = _pieces(text)
+    covered = [sum(matcher.covered(text[a:b])) for a, b in pieces]
+    chosen: set[int] = set()
+    used = 0
+
+    def take(i: int) -> bool:
+        nonlocal used
+        if i in chosen or not 0 <= i < len(pieces):
+            return True
+        size = pieces[i][1] - pieces[i][0]
+        if used + size > limit:
+            return False
+        chosen.add(i)
+        used += size
+        return True
+
+    order = sorted((i for i, c in enumerate(covered) if c), key=lambda i: (-covered[i], i))
+    for i in order:  # the best passages first
+        if not take(i):
+            break
+    for step in (1, -1):  # then what follows each taken, then what precedes it
+        for i in [i for i in order if i in chosen]:
+            take(i + step)
+    if not chosen:  # no term here: the head, then the tail
+        head = list(range(len(pieces)))
+        for i in head:
+            if used >= limit * 2 // 3 or not take(i):
+                break
+        for i in reversed(head):
+            if not take(i):
+                break
+    if not chosen:  # not even one passage fits: the best one (or the head), cut
+        a, b = pieces[order[0]] if order else pieces[0]
+        cut = text[a : min(b, a + limit)]
+        before = f"…[{a:,} chars skipped]…" if a else ""
+        return f"{before}{cut}…[{len(text) - a - len(cut):,} more chars]"
+    out: list[str] = []
+    at = 0
+    for i in sorted(chosen):
+        a, b = pieces[i]
+        if a - at <= GAP_SHOWN and out:  # a gap as short as its marker is shown
+            a = at
+        if a > at:
+            out.append(f"…[{a - at:,} chars skipped]…")
+        out.append(text[a:b])
+        at = b
+    if at < len(text):
+        out.append(f"…[{len(text) - at:,} more chars]")
+    return "".join(out)
 
 
 def snippet(text: str, terms: Iterable[str]) -> str:

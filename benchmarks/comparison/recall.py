@@ -280,7 +280,10 @@ def measure_ours(
             hits=[p.id for p in probes if p.id not in missed],
             misses=missed,
         )
-        source = f"replay report (benchmark's own search: {measured.recall:.2f})"
+        scored = recall_part.get("one_search_source") or "the places found"
+        source = f"replay report, {scored} (benchmark's own search: {measured.recall:.2f})"
+        if "one_search_windows" in recall_part:
+            detail["one_search_windows"] = recall_part["one_search_windows"]
     threshold = report["threshold_tokens"]
     compressions = report["compressions"]
     ratios = [c["tokens_after"] / threshold for c in compressions] if threshold else []

@@ -40,7 +40,7 @@ from hermes_core.config import settings_from
 from hermes_core.host import Hermes
 from hermes_core.replay import pick_importer
 from hermes_core.search import content_words, search_with_context
-from hermes_hookspecs import Message, NewMessage, NewSession, SessionStore
+from hermes_hookspecs import Message, NewMessage, NewSession, SessionStore, ToolCall, ToolFunction
 
 REPO = Path(__file__).resolve().parents[2]
 PROBES = REPO / "transcripts" / "probes"
@@ -81,8 +81,15 @@ def load_messages(hermes: Hermes, transcript: Path) -> list[Message]:
     return conversations[0].messages
 
 
-def score_probes(store: SessionStore, session_id: str, probes: list[Probe]) -> dict[str, Any]:
-    """One search per probe; the recall and, per probe, the query and whether it hit."""
+def score_probes(
+    store: SessionStore, session_id: str, probes: list[Probe], tool: ToolRunner | None = None
+) -> dict[str, Any]:
+    """One search per probe; the recall and, per probe, the query and whether it hit.
+
+    ``hit`` scores the places found, in full; with ``tool`` (the host's
+    ``session_search``), ``tool_hit`` scores the tool's budgeted result text,
+    what the model reads.
+    """
     rows = []
     seconds = []
     for probe in probes:
@@ -94,27 +101,50 @@ def score_probes(store: SessionStore, session_id: str, probes: list[Probe]) -> d
         seconds.append(time.perf_counter() - start)
         text = "\n".join(result.text() for result in results)
         hit = any(answer and answer in text for answer in probe.answers)
-        rows.append(
-            {
-                "id": probe.id,
-                "kind": probe.kind,
-                "query": query,
-                "hit": hit,
-                "places": [r.hit.message_id for r in results],
-            }
-        )
+        row: dict[str, Any] = {
+            "id": probe.id,
+            "kind": probe.kind,
+            "query": query,
+            "hit": hit,
+            "places": [r.hit.message_id for r in results],
+        }
+        if tool is not None:
+            shown = tool(store, session_id, query)
+            row["tool_hit"] = any(answer and answer in shown for answer in probe.answers)
+        rows.append(row)
     hits = sum(bool(row["hit"]) for row in rows)
+    tool_hits = sum(bool(row.get("tool_hit", False)) for row in rows)
     return {
         "recall": round(hits / len(rows), 3) if rows else 0.0,
+        "tool_recall": round(tool_hits / len(rows), 3) if rows and tool else None,
         "hits": hits,
         "probes": len(rows),
         "misses": [row["id"] for row in rows if not row["hit"]],
+        "tool_misses": [row["id"] for row in rows if not row.get("tool_hit")] if tool else None,
         "search_ms_median": round(statistics.median(seconds) * 1000, 2) if seconds else 0.0,
         "per_probe": rows,
     }
 
 
 StoreOpener = Callable[[str], Any]
+ToolRunner = Callable[[SessionStore, str, str], str]
+
+
+def session_search_tool(hermes: Hermes) -> ToolRunner | None:
+    """A runner of the host's ``session_search`` tool on any store, or None without it."""
+    toolbox = hermes.toolbox()
+    if "session_search" not in toolbox.tools:
+        return None
+    tokens = hermes.tokens()
+
+    def run(store: SessionStore, session_id: str, query: str) -> str:
+        arguments = json.dumps({"query": query, "limit": LIMIT})
+        call = ToolCall(
+            id="probe", function=ToolFunction(name="session_search", arguments=arguments)
+        )
+        return toolbox.run(call, session_id=session_id, store=store, tokens=tokens)
+
+    return run
 
 
 @contextmanager
@@ -170,34 +200,53 @@ def run(probes_dir: Path, dsn: str | None, verbose: bool = False) -> dict[str, A
                 (name, transcript, load_messages(hermes, transcript), probes)
                 for name, transcript, probes in probe_sets(probes_dir)
             ]
+            tool = session_search_tool(hermes)
+            result["scored"] = (
+                "the session_search tool's result text (tool_recall) and the places in full"
+                if tool
+                else "the places in full (no session_search tool registered)"
+            )
+            _measure(result, folder, dsn, sets, tool, verbose)
         finally:
             hermes.close()
-        backends: list[tuple[str, Any]] = [("sqlite", sqlite_stores(folder))]
-        if dsn:
-            backends.append(("postgres", postgres_stores(dsn)))
-        result["sessions"] = {}
-        for backend, opener_cm in backends:
-            with opener_cm as open_store:
-                for name, transcript, messages, probes in sets:
-                    store = open_store(name)
-                    sid = store.create_session(NewSession(title=name)).id
-                    store.append_messages(sid, [NewMessage(message=m) for m in messages])
-                    scored = score_probes(store, sid, probes)
-                    scored["transcript"] = str(transcript.relative_to(REPO))
-                    scored["messages"] = len(messages)
-                    result["sessions"].setdefault(name, {})[backend] = scored
-                    verdict = "pass" if scored["recall"] >= TARGET else "FAIL"
-                    print(
-                        f"{backend:<9} {name:<34} {len(messages):>5} msgs  one-search recall "
-                        f"{scored['recall']:.2f} ({scored['hits']}/{scored['probes']})  "
-                        f"median search {scored['search_ms_median']:.1f} ms  {verdict}",
-                        flush=True,
-                    )
-                    if verbose:
-                        for row in scored["per_probe"]:
-                            if not row["hit"]:
-                                print(f"    miss {row['id']} ({row['kind']}): {row['query']}")
     return result
+
+
+def _measure(
+    result: dict[str, Any],
+    folder: Path,
+    dsn: str | None,
+    sets: list[tuple[str, Path, list[Message], list[Probe]]],
+    tool: ToolRunner | None,
+    verbose: bool,
+) -> None:
+    backends: list[tuple[str, Any]] = [("sqlite", sqlite_stores(folder))]
+    if dsn:
+        backends.append(("postgres", postgres_stores(dsn)))
+    result["sessions"] = {}
+    for backend, opener_cm in backends:
+        with opener_cm as open_store:
+            for name, transcript, messages, probes in sets:
+                store = open_store(name)
+                sid = store.create_session(NewSession(title=name)).id
+                store.append_messages(sid, [NewMessage(message=m) for m in messages])
+                scored = score_probes(store, sid, probes, tool)
+                scored["transcript"] = str(transcript.relative_to(REPO))
+                scored["messages"] = len(messages)
+                result["sessions"].setdefault(name, {})[backend] = scored
+                recall = scored["tool_recall"] if tool else scored["recall"]
+                verdict = "pass" if recall >= TARGET else "FAIL"
+                told = f"tool result {scored['tool_recall']:.2f}, " if tool else ""
+                print(
+                    f"{backend:<9} {name:<34} {len(messages):>5} msgs  one-search recall "
+                    f"{told}places in full {scored['recall']:.2f}  "
+                    f"median search {scored['search_ms_median']:.1f} ms  {verdict}",
+                    flush=True,
+                )
+                if verbose:
+                    for row in scored["per_probe"]:
+                        if not row.get("tool_hit", row["hit"]):
+                            print(f"    miss {row['id']} ({row['kind']}): {row['query']}")
 
 
 def main(argv: list[str] | None = None) -> int:

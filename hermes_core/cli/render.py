@@ -62,7 +62,10 @@ def print_replay_report(report: Any) -> None:
         closed = sum(p.closed_book for p in r.probes)
         searched = sum(p.one_search for p in r.probes)
         n = len(r.probes)
-        click.echo(f"  probes             closed-book {closed}/{n}, one-search {searched}/{n}")
+        click.echo(
+            f"  probes             closed-book {closed}/{n}, one-search {searched}/{n} "
+            f"(in the places found, in full: {r.recall.one_search_windows:.0%})"
+        )
 
 
 def nice_ticks(top: float, count: int = 5) -> list[int]:

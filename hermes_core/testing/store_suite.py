@@ -1092,6 +1092,39 @@ class SessionStoreSuite:
             rows[0].id
         ]
 
+    # -- the searchable text and the snippet window: one rule (hermes_core.searchkit) ----
+    def test_search_text_and_snippet_window_are_the_shared_rule(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        from hermes_core.searchkit import query_terms, searchable_text, snippet
+
+        filler = " ".join(f"f{i}" for i in range(120))
+        args = '{"command": "grep -n quokka pkg/wire.go"}'
+        result = NewMessage(
+            message=Message(
+                role="tool", tool_call_id="c1", name="Bash", content="wire.go:7: quokka"
+            )
+        )
+        rows = store.append_messages(
+            session_id,
+            [
+                user(f"{filler} the quokka sits mid-text {filler}"),
+                assistant(None, [("c1", "Bash", args)]),
+                result,
+            ],
+        )
+        texts = {
+            rows[0].id: searchable_text(f"{filler} the quokka sits mid-text {filler}", [], 10**6),
+            rows[1].id: searchable_text("", [("Bash", args)], 10**6),
+            rows[2].id: searchable_text("wire.go:7: quokka", [], 10**6),
+        }
+        hits = store.search("quokka", session_id=session_id, limit=10)
+        assert {h.message_id for h in hits} == set(texts)
+        for hit in hits:  # the same window of the same text in every store
+            assert hit.snippet == snippet(texts[hit.message_id], query_terms("quokka"))
+        # a tool result's name is not searched: only the call that names the tool is found
+        assert [h.message_id for h in store.search("Bash", session_id=session_id)] == [rows[1].id]
+
     # =========================================================================
     # usage, prefix ledger
     # =========================================================================

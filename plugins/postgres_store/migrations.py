@@ -180,6 +180,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE messages ADD COLUMN annotations text;
         """,
     ),
+    Migration(
+        "0007_search_body_without_name",
+        """
+        -- the searchable text is the content and the tool calls, as in the SQLite store
+        -- (hermes_core.searchkit.searchable_text): a tool result's name, which older
+        -- versions appended on a line of its own, comes out (tsv follows: generated)
+        UPDATE message_search f
+        SET body = CASE WHEN f.body = n.name THEN ''
+                        ELSE left(f.body, length(f.body) - length(n.name) - 1) END
+        FROM (SELECT id, message::jsonb ->> 'name' AS name FROM messages
+              WHERE message::jsonb ? 'name') n
+        WHERE n.id = f.message_id AND n.name <> ''
+          AND (f.body = n.name OR right(f.body, length(n.name) + 1) = E'\n' || n.name);
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)

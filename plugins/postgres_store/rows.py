@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from hermes_core.searchkit import searchable_text
 from hermes_core.storekit import (  # shared with every SQL store; re-exported here
     EVENT_COLUMNS as EVENT_COLUMNS,
 )
@@ -95,14 +96,10 @@ def encode_json(value: Any, field: str) -> str:
 
 
 def search_body(message: Message, cap: int) -> str:
-    """The text indexed for search: content plus tool-call names and arguments, capped."""
-    parts = [content_text(message.content)]
-    for call in message.tool_calls or []:
-        parts.append(f"{call.function.name} {call.function.arguments}")
-    if message.name:
-        parts.append(message.name)
-    body = "\n".join(part for part in parts if part)
-    return body[:cap].replace("\x00", " ")
+    """The text indexed for search (:func:`hermes_core.searchkit.searchable_text`), with
+    NUL as a space (PostgreSQL text holds none)."""
+    calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]
+    return searchable_text(content_text(message.content), calls, cap).replace("\x00", " ")
 
 
 def message_params(new: NewMessage, index: int, what: str) -> dict[str, Any]:

@@ -9,12 +9,14 @@ the session's token counter) and say how to get more.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hermes_core.search import SearchResult, message_text, search_with_context
-from hermes_hookspecs import AgentTool, NotFoundError, StoredMessage, ToolContext
+from hermes_core.search import SearchResult, search_with_context
+from hermes_core.searchkit import passages
+from hermes_hookspecs import AgentTool, Message, NotFoundError, StoredMessage, ToolContext
 
 from .settings import RecallSettings
 
@@ -44,8 +46,31 @@ def _check_arguments(
     return None
 
 
+def display_text(message: Message) -> str:
+    """What a result shows of ``message``: its content, then each tool call once as
+    ``name: key=value; ...`` with the decoded argument values (the raw JSON would
+    repeat them, escaped)."""
+    parts = [message.text()]
+    for call in message.tool_calls or []:
+        function = call.function
+        try:
+            decoded = json.loads(function.arguments or "{}")
+        except ValueError:
+            decoded = function.arguments
+        if isinstance(decoded, dict):
+            shown = "; ".join(
+                f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+                for key, value in decoded.items()
+            )
+        else:
+            shown = str(decoded)
+        parts.append(f"{function.name}: {shown}")
+    return "\n".join(part for part in parts if part)
+
+
 def _excerpt(text: str, limit: int, terms: Sequence[str] = (), offset: int = 0) -> str:
-    """At most ``limit`` chars of ``text``: around the first term found, else from ``offset``."""
+    """At most about ``limit`` chars of ``text``: the passages covering the most query
+    terms (:func:`hermes_core.searchkit.passages`), or from ``offset``."""
     if offset:
         text_from = text[offset:]
         if len(text_from) <= limit:
@@ -53,14 +78,7 @@ def _excerpt(text: str, limit: int, terms: Sequence[str] = (), offset: int = 0) 
         return f"…[chars {offset:,}-{offset + limit:,} of {len(text):,}] {text_from[:limit]}…"
     if len(text) <= limit:
         return text
-    lowered = text.lower()
-    at = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=-1)
-    if at < 0 or at < limit // 2:
-        return f"{text[:limit]}…[{len(text) - limit:,} more chars]"
-    start = max(0, at - limit // 3)
-    end = min(len(text), start + limit)
-    tail = f"…[{len(text) - end:,} more chars]" if end < len(text) else ""
-    return f"[{start:,} chars before]…{text[start:end]}{tail}"
+    return passages(text, terms, limit)
 
 
 def _label(row: StoredMessage) -> str:
@@ -70,11 +88,9 @@ def _label(row: StoredMessage) -> str:
 
 
 def _render(row: StoredMessage, limit: int, terms: Sequence[str] = (), offset: int = 0) -> str:
-    message = row.message
-    if message.kind == "summary":
-        body = "[an earlier compaction summary]"
-    else:
-        body = _excerpt(message_text(message), limit, terms, offset)
+    body = _excerpt(display_text(row.message), limit, terms, offset)
+    if row.message.kind == "summary":
+        body = f"[an earlier compaction summary] {body}"
     return f"{_label(row)}: {body}"
 
 
@@ -87,8 +103,12 @@ class _Budgeted(AgentTool):
         budget = min(context.budget_tokens, self.settings.budget_tokens)
         limit = start_chars
         text = render(limit)
-        while limit > 120 and context.tokens.count(text, context.model) > budget:
-            limit //= 2
+        while limit > 120:
+            used = context.tokens.count(text, context.model)
+            if used <= budget:
+                break
+            # shrink in proportion to the overshoot (fixed text does not shrink: a margin)
+            limit = max(120, min(limit - 1, int(limit * budget / used * 0.9)))
             text = render(limit)
         return text
 
@@ -174,11 +194,26 @@ class SessionSearchTool(_Budgeted):
         query: str, results: Sequence[SearchResult], terms: Sequence[str], limit: int
     ) -> str:
         lines = [f"{len(results)} place(s) in this session's history match {query!r}, best first:"]
+        shown: dict[int, int] = {}  # a message (or the one it copies) shown already -> as id
         for number, result in enumerate(results, 1):
-            lines.append(f"\n[{number}] around message #{result.message.id}")
+            also = ""
+            if result.duplicates:
+                also = (
+                    " (the same text also at "
+                    + ", ".join(f"#{i}" for i in result.duplicates[:5])
+                    + ")"
+                )
+            lines.append(f"\n[{number}] around message #{result.message.id}{also}")
             for row in result.window:
                 is_hit = any(hit.message_id == row.id for hit in result.hits)
-                lines.append(("» " if is_hit else "  ") + _render(row, limit, terms))
+                mark = "» " if is_hit else "  "
+                family = row.origin_id if row.origin_id is not None else row.id
+                if family in shown:  # a compaction's copy and its original: shown once
+                    lines.append(f"{mark}{_label(row)}: [shown above as #{shown[family]}]")
+                    continue
+                shown[family] = row.id
+                # a hit gets twice a neighbour's room
+                lines.append(mark + _render(row, limit * 2 if is_hit else limit, terms))
         first = results[0].message.id
         lines.append(
             f"\nRead a place in full with session_open(message_id={first}, before=3, after=3); "
@@ -257,7 +292,7 @@ class SessionOpenTool(_Budgeted):
         around = context.store.message_context(message_id, before=before, after=after)
         around = [row for row in around if row.session_id in context.session_ids]
         target = next(row for row in around if row.id == message_id)
-        text_len = len(message_text(target.message))
+        text_len = len(display_text(target.message))
         if offset >= max(1, text_len):
             return _fail(
                 self.name,

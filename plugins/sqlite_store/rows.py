@@ -6,6 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
+from hermes_core.searchkit import searchable_text
 from hermes_core.storekit import (  # shared with every SQL store; re-exported here
     EVENT_COLUMNS as EVENT_COLUMNS,
 )
@@ -146,13 +147,11 @@ def message_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMessage:
     )
 
 
-def search_text(content: str | None, calls: str | None) -> str:
-    """The text a row contributes to the indexes, before the cap (mirrors the SQL)."""
-    text = content or ""
-    if calls:
-        pieces = []
-        for call in json.loads(calls):
-            function = call.get("function") or {}
-            pieces.append(f"{function.get('name', '')} {function.get('arguments', '')}")
-        text += "\n" + "\n".join(pieces)
-    return text
+def search_text(content: str | None, calls: str | None, cap: int) -> str:
+    """The text a row contributes to the indexes (mirrors the SQL of ``fts_text``):
+    :func:`hermes_core.searchkit.searchable_text` of its columns."""
+    pairs = []
+    for call in json.loads(calls) if calls else []:
+        function = call.get("function") or {}
+        pairs.append((str(function.get("name", "")), str(function.get("arguments", ""))))
+    return searchable_text(content or "", pairs, cap)

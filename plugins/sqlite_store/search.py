@@ -327,7 +327,7 @@ def _scan(
                 compacted=bool(compacted),
                 created_at=created_at,
                 root=int(root),
-                text=search_text(content, calls)[: int(cap)],
+                text=search_text(content, calls, int(cap)),
             )
         if cand.covered is None:
             cand.covered = matcher.count(cand.text)
@@ -382,7 +382,7 @@ def _rank(
                 compacted=bool(compacted),
                 created_at=created_at,
                 root=int(root),
-                text=search_text(content, calls)[: int(cap)],  # what the indexes hold
+                text=search_text(content, calls, int(cap)),  # what the indexes hold
             )
     candidates = []
     for mid, relevance in found.relevance.items():

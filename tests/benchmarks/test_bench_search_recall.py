@@ -1,4 +1,4 @@
-"""benchmarks.search_recall end to end on the bundled probe sessions (a bench smoke test)."""
+"""benchmarks.ours.search_recall end to end on the bundled probe sessions (a bench smoke test)."""
 
 from __future__ import annotations
 
@@ -34,5 +34,10 @@ def test_search_recall_reports_every_session(tmp_path: Path) -> None:
         assert row["probes"] == 20 and len(row["per_probe"]) == 20, name
         assert row["recall"] == pytest.approx(row["hits"] / 20)
         assert row["recall"] >= 0.5, (name, row["misses"])  # the every-term-only search had 0.05
+        # the tool's budgeted result is scored too: what the model reads
+        assert row["tool_recall"] == pytest.approx(
+            sum(p["tool_hit"] for p in row["per_probe"]) / 20
+        )
+        assert row["tool_recall"] >= 0.5, (name, row["tool_misses"])
         assert f"sqlite    {name}" in proc.stdout
     assert "postgres  skipped" in proc.stdout

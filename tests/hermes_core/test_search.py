@@ -256,3 +256,101 @@ def test_harness_rows_come_after_the_others(tmp_path: Path) -> None:
         ]
     finally:
         store.close()
+
+
+ORIGINAL = "the deploy failed: E4711 " + " ".join(f"log{i}" for i in range(200))
+
+
+def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    store = SqliteSessionStore(str(tmp_path / "s.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        # the summary is short and dense, so the index alone ranks it above the original
+        summary = "- #6 deploy failed: E4711 (deploy failed)"
+
+        def summary_row(n: int) -> NewMessage:
+            return NewMessage.model_validate(
+                {
+                    "message": {
+                        "role": "user",
+                        "content": f"{summary} (summary {n})",
+                        "kind": "summary",
+                        "summary": {"progress": summary},
+                    }
+                }
+            )
+
+        store.append_messages(
+            sid,
+            [
+                summary_row(1),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"n{i}"}})
+                    for i in range(4)
+                ),
+                NewMessage.model_validate({"message": {"role": "user", "content": ORIGINAL}}),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"m{i}"}})
+                    for i in range(4)
+                ),
+                summary_row(2),
+            ],
+        )
+        places = search_with_context(store, "deploy failed", session_ids=[sid], limit=3)
+        kinds = [p.message.message.kind for p in places]
+        assert places[0].message.message.text() == ORIGINAL
+        assert kinds == ["message", "summary", "summary"]
+    finally:
+        store.close()
+
+
+def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    def msg(text: str) -> NewMessage:
+        return NewMessage.model_validate({"message": {"role": "user", "content": text}})
+
+    store = SqliteSessionStore(str(tmp_path / "d.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        rerun = "--- FAIL: TestReplicate (0.14s) replicate failed"
+        rows = store.append_messages(
+            sid,
+            [
+                msg(rerun),
+                *(msg(f"a{i}") for i in range(3)),
+                msg(rerun + "  "),  # the same output again (whitespace aside)
+                *(msg(f"b{i}") for i in range(3)),
+                msg("the replicate run failed on push: short pkt-line 4 " + "x " * 40),
+            ],
+        )
+        places = search_with_context(store, "replicate failed", session_ids=[sid], limit=2)
+        assert [p.message.message.text() for p in places][1].startswith("the replicate run")
+        assert sorted([places[0].hit.message_id, *places[0].duplicates]) == [rows[0].id, rows[4].id]
+    finally:
+        store.close()
+
+
+def test_passages_pick_the_lines_covering_most_terms() -> None:
+    from hermes_core.searchkit import passages
+
+    lines = [f"line {i} of the listing" for i in range(300)]
+    lines[150] = "ok pkg/integration_test 71.643s"
+    lines[40] = "integration only"
+    text = "\n".join(lines)
+    shown = passages(text, ["integration_test", "pkg"], 200)
+    assert "ok pkg/integration_test 71.643s" in shown and len(shown) < 320
+    assert "chars skipped]" in shown and "more chars]" in shown
+    # no term: the head and the tail (a command's verdict is at its end)
+    plain = passages(text, ["absent"], 300)
+    assert plain.startswith("line 0 ") and "line 299 of the listing" in plain
+    # a room smaller than one passage still shows the best one, cut
+    tiny = passages("x" * 500 + "\n" + "needle " * 40, ["needle"], 50)
+    assert "needle" in tiny and len(tiny) < 120
+    assert passages("short", ["x"], 100) == "short"

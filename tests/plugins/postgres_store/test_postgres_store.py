@@ -171,6 +171,37 @@ def test_newer_schema_refused_and_untouched(pg_dsn: str, schema: str) -> None:
     assert raw(pg_dsn, schema, "SELECT title FROM sessions WHERE id = %s", (sid,)) == [("kept",)]
 
 
+def test_migration_0007_takes_a_tool_results_name_out_of_its_search_body(
+    pg_dsn: str, schema: str
+) -> None:
+    from hermes_hookspecs import Message, NewMessage, ToolCall, ToolFunction
+
+    call = ToolCall(id="c1", function=ToolFunction(name="Bash", arguments='{"command": "ls"}'))
+    with open_store(pg_dsn, schema) as store:
+        sid = store.create_session(NewSession()).id
+        asked, answered = store.append_messages(
+            sid,
+            [
+                NewMessage(message=Message(role="assistant", tool_calls=[call])),
+                NewMessage(
+                    message=Message(role="tool", tool_call_id="c1", name="Bash", content="ok 7s")
+                ),
+            ],
+        )
+    # the body an older version wrote: the tool result's name on a line of its own
+    raw(pg_dsn, schema, "UPDATE message_search SET body = body || E'\\nBash' WHERE body = 'ok 7s'")
+    raw(
+        pg_dsn, schema, "DELETE FROM schema_migrations WHERE name = '0007_search_body_without_name'"
+    )
+    with open_store(pg_dsn, schema) as store:
+        assert [h.message_id for h in store.search("Bash", session_id=sid)] == [asked.id]
+        assert [h.message_id for h in store.search("ok", session_id=sid)] == [answered.id]
+    bodies = raw(
+        pg_dsn, schema, "SELECT body FROM message_search WHERE message_id = %s", (answered.id,)
+    )
+    assert bodies == [("ok 7s",)]
+
+
 def test_concurrent_first_open_migrates_once(pg_dsn: str, schema: str) -> None:
     errors: list[BaseException] = []
 

@@ -152,3 +152,47 @@ def test_a_rotated_session_searches_its_ancestors(hosts: HostFactory) -> None:
     assert parent_id in session_lineage(host.store(), session.id)
     [found] = ask(session, call("session_search", {"query": "zebra-77 rollout"}))
     assert "zebra-77" in found
+
+
+def test_a_long_message_shows_its_passages_that_match_not_its_head(host: Hermes) -> None:
+    session = host.new_session()
+    # a long tool-like output: the matching line sits far from the head, and the
+    # verdict at the very end is what a reader wants when no term matches
+    lines = [f"   {i}→ unrelated listing line {i}" for i in range(600)]
+    lines[420] = "   420→ ok github.com/acme/tool/integration_test 71.643s"
+    seed(host, session, ["\n".join(lines), "short note"])
+    [result] = ask(session, call("session_search", {"query": "integration_test"}))
+    assert "71.643s" in result
+    assert "chars skipped]" in result  # the gap before the passage is marked
+    assert host.tokens(session.model).count_text(result) <= 2_000
+
+
+def test_a_compaction_copy_of_a_message_shown_is_not_shown_again(host: Hermes) -> None:
+    session = host.new_session()
+    seed(host, session, ["the marker QX-DEDUP-77 sits here"])
+    store = host.store()
+    [hit] = store.search("QX-DEDUP-77", session_id=session.id, limit=1)
+    # the carried-forward copy and its origin are one family: the row appears once in full
+    [result] = ask(session, call("session_search", {"query": "QX-DEDUP-77 marker", "limit": 5}))
+    assert result.count("the marker QX-DEDUP-77 sits here") == 1, result
+    assert hit.message_id
+
+
+def test_tool_calls_are_shown_once_with_decoded_arguments(host: Hermes) -> None:
+    session = host.new_session()
+    with session.turn() as turn:
+        turn.prepare("run the check")
+        command = 'grep -n "unknown channel NAK" pkg/wire.go'
+        turn.record_response(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call("Bash", {"command": command}, "t1")],
+            }
+        )
+        turn.add_tool_result("t1", "no match")
+        turn.record_response({"role": "assistant", "content": "nothing found"})
+        turn.commit()
+    [result] = ask(session, call("session_search", {"query": "unknown channel NAK"}))
+    assert f"Bash: command={command}" in result  # decoded: the quotes as the agent typed them
+    assert '\\"unknown channel NAK\\"' not in result  # not the raw JSON again
