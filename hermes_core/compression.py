@@ -97,7 +97,7 @@ def _provider_compaction(
     if backend is None:
         return None
     s = turn.session
-    settings = hermes.settings.compaction.model_dump().get(backend.name, {})
+    settings = hermes.settings.table(f"compaction.{backend.name}")
     if not backend.eligible(s.record, s.model, settings):
         notes.append(f"compaction backend {backend.name!r} not eligible; local engine used")
         return None
@@ -140,7 +140,7 @@ def run_compression(
             session_id=s.id,
             messages=rows,
             model=s.model,
-            settings=hermes.settings.compression_settings(threshold),
+            settings=hermes.compression_settings(threshold),
             insights=insights,
             focus=focus,
             manual=manual,
@@ -151,7 +151,7 @@ def run_compression(
             system_prompt=s.prompt.text,
             tools=s.prompt.tools,
         )
-        result = hermes.pm.hook.compress(request=request)
+        result = hermes.call_compress(request)
         if result is None:
             return CompressionOutcome(status="skipped", reason="no engine answered", trigger=reason)
         if result.status != "compressed":
@@ -282,14 +282,14 @@ def plan_draft_view(turn: Turn, rows: list[StoredMessage]) -> CompressionResult 
         session_id=s.id,
         messages=rows,
         model=s.model,
-        settings=hermes.settings.compression_settings(threshold),
+        settings=hermes.compression_settings(threshold),
         previous_summary=_previous_summary(rows),
         compression_index=s.record.compression_count + 1,
         system_tokens=s._base.cum[2] if len(s._base.cum) > 2 else 0,
         system_prompt=s.prompt.text,
         tools=s.prompt.tools,
     )
-    result: CompressionResult | None = hermes.pm.hook.compress(request=request)
+    result: CompressionResult | None = hermes.call_compress(request)
     if result is None or result.status != "compressed":
         log.info(
             "session %s: mid-turn view not compressed (%s)",

@@ -1,18 +1,23 @@
-"""Settings: pydantic models for every option, loaded from TOML with environment overrides.
+"""Settings: loading the core's settings from TOML with environment overrides.
 
-Sources, later wins:
+The models live in the contract (:mod:`hermes_hookspecs.settings`, re-exported
+here) and hold only the core's keys; each plugin declares its own section
+through ``register_settings``. Sources, later wins:
 
-1. the defaults below (``docs/configuration.md`` is generated from them);
+1. the defaults (``docs/configuration.md`` is generated from the core's and
+   every registered plugin's models);
 2. a TOML file: the path given by ``--config`` or ``HERMES_CORE_CONFIG``, else
    ``hermes.toml`` in the working directory when it exists;
 3. environment variables ``HERMES_CORE__SECTION__KEY=value`` (double
    underscores separate the path; values are parsed as TOML scalars, falling
    back to plain strings), plus the plugin-manager variables
    ``HERMES_CORE_BLOCK_PLUGINS``, ``HERMES_CORE_LOAD_PLUGINS`` and
-   ``HERMES_CORE_STRICT_PLUGINS``.
+   ``HERMES_CORE_STRICT_PLUGINS``, and ``HERMES_CORE_POSTGRES_DSN``.
 
 Unknown keys and bad values are :class:`~hermes_hookspecs.ConfigError` naming
-the key, the value and what was expected.
+the key, the value and what was expected: the core's keys when the settings
+are loaded, the plugins' keys when the host loads the plugins
+(:mod:`hermes_core.plugin_settings`).
 """
 
 from __future__ import annotations
@@ -24,258 +29,65 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from hermes_hookspecs import CompressionSettings, ConfigError
+from hermes_hookspecs.settings import (
+    APP_NAME,
+    CompactionSettings,
+    CompressionConfig,
+    MemorySettings,
+    ModelSettings,
+    PluginSettings,
+    PromptSettings,
+    SessionSettings,
+    Settings,
+    SettingsSection,
+    TokenSettings,
+)
 
 from .redaction import active_redactor
 
+__all__ = [
+    "APP_NAME",
+    "CompactionSettings",
+    "CompressionConfig",
+    "MemorySettings",
+    "ModelSettings",
+    "PluginSettings",
+    "PromptSettings",
+    "SessionSettings",
+    "Settings",
+    "SettingsSection",
+    "TokenSettings",
+    "compression_settings",
+    "load_settings",
+    "settings_from",
+]
+
 ENV_PREFIX = "HERMES_CORE__"
-APP_NAME = "hermes-core"
+#: environment variables that set one key each, beside ``HERMES_CORE__SECTION__KEY``; they are
+#: ambient (set for a whole machine or CI job), so a key no loaded plugin declares is ignored
+AMBIENT_ENV = {"HERMES_CORE_POSTGRES_DSN": ("session", "postgres_dsn")}
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class PluginSettings(_Section):
-    """Which plugins load."""
-
-    block: list[str] = Field(
-        default_factory=list,
-        description="Plugin (entry-point) or distribution names never loaded (defaults "
-        "included); a name matching none is reported.",
+def compression_settings(
+    settings: Settings, threshold_tokens: int, context_length: int | None, summarizer: str
+) -> CompressionSettings:
+    """The resolved core ``[compression]`` settings handed to engines."""
+    c = settings.compression
+    return CompressionSettings(
+        threshold_tokens=threshold_tokens,
+        context_length=context_length or settings.model.context_length,
+        protect_first_n=c.protect_first_n,
+        prune_min_chars=c.prune_min_chars,
+        max_tool_args_chars=c.max_tool_args_chars,
+        summary_input_tokens=c.summary_input_tokens,
+        summary_prefix_reuse=c.summary_prefix_reuse,
+        abort_on_summary_failure=c.abort_on_summary_failure,
+        summarizer=summarizer,
+        tail=c.tail,
     )
-    load: list[str] | None = Field(
-        default=None,
-        description="Allowlist of plugin or distribution names: when set, only these load.",
-    )
-    strict: bool = Field(
-        default=False,
-        description="Raise when a plugin fails to load (import, contract range) or a "
-        "block/load name matches no plugin.",
-    )
-    trace: bool = Field(default=False, description="Print every hook call to stderr.")
-    autoload: bool = Field(default=True, description="Load plugins from entry points.")
-
-
-class ModelSettings(_Section):
-    """The main model the integrator talks to."""
-
-    name: str = Field(
-        default="gpt-4o-mini", description="Model name (picks tokenizer, thresholds)."
-    )
-    context_length: int = Field(default=128_000, gt=0, description="Context window in tokens.")
-    max_output_tokens: int = Field(
-        default=4_096, ge=0, description="Tokens reserved for the response; off the window."
-    )
-    base_url: str = Field(
-        default="", description="OpenAI-compatible endpoint of the main model (summary fallback)."
-    )
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Env var holding the API key.")
-
-
-class SessionSettings(_Section):
-    """The session store and turn leases."""
-
-    store: str = Field(default="sqlite", description="Registered session store to use.")
-    path: str = Field(
-        default="", description="SQLite file; empty: sessions.db under the user data dir."
-    )
-    postgres_dsn: str = Field(
-        default="", description="PostgreSQL DSN (or HERMES_CORE_POSTGRES_DSN)."
-    )
-    lease_ttl: float = Field(default=60.0, gt=0, description="Turn-lease time to live, seconds.")
-    lease_wait: float = Field(
-        default=30.0, ge=0, description="How long a turn waits for the lease, seconds."
-    )
-    fts_index_cap: int = Field(
-        default=32_768, gt=0, description="Characters of one message indexed for search."
-    )
-
-    def sqlite_path(self) -> Path:
-        """The SQLite file in force (the user data dir when ``path`` is empty)."""
-        if self.path:
-            return Path(self.path).expanduser()
-        return Path(platformdirs.user_data_dir(APP_NAME)) / "sessions.db"
-
-
-class SummarizerOpenAISettings(_Section):
-    """The ``openai`` summarizer: any OpenAI-compatible chat-completions endpoint."""
-
-    base_url: str = Field(default="", description="Endpoint base URL, e.g. http://host/v1.")
-    model: str = Field(default="", description="Auxiliary model name.")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Env var holding the key.")
-    timeout: float = Field(default=60.0, gt=0, description="Request timeout, seconds.")
-    context_length: int = Field(default=128_000, gt=0, description="Auxiliary model's window.")
-    max_output_tokens: int = Field(default=4_000, gt=0, description="Summary length cap.")
-    fallback_to_main: bool = Field(
-        default=True, description="Retry once on the main model's endpoint when unavailable."
-    )
-
-
-class SummarizerSettings(_Section):
-    openai: SummarizerOpenAISettings = Field(default_factory=SummarizerOpenAISettings)
-
-
-class CompressionConfig(_Section):
-    """When and how the context is compressed."""
-
-    engine: str = Field(default="compressor", description="Registered context engine.")
-    tail: str = Field(default="lean", description="Tail strategy: lean or legacy.")
-    summarizer: str = Field(
-        default="", description="Summarizer; empty: openai if configured, else deterministic."
-    )
-    threshold: float = Field(default=0.50, gt=0, le=1, description="Fraction of the window.")
-    small_window_floor: float = Field(
-        default=0.75, gt=0, le=1, description="Raise-only floor for windows under 512K tokens."
-    )
-    model_thresholds: dict[str, float] = Field(
-        default_factory=dict, description="Model-name substring → threshold; longest match wins."
-    )
-    threshold_tokens: int | None = Field(
-        default=None, gt=0, description="Absolute cap on the trigger, tokens."
-    )
-    target_ratio: float = Field(default=0.20, gt=0, lt=1, description="Legacy tail size ratio.")
-    tail_min_messages: int = Field(default=6, ge=1, description="Legacy tail minimum messages.")
-    protect_first_n: int = Field(default=3, ge=0, description="Head messages protected at first.")
-    prune_min_chars: int = Field(default=400, ge=0, description="Tool output pruned above this.")
-    max_tool_args_chars: int = Field(default=2_000, ge=100, description="Tool args cut above this.")
-    summary_input_tokens: int = Field(default=60_000, gt=0, description="Summarizer input bound.")
-    summary_prefix_reuse: bool = Field(default=False, description="Reuse the cached prefix.")
-    abort_on_summary_failure: bool = Field(
-        default=False, description="Keep the session untouched on any summary failure."
-    )
-    in_place: bool = Field(default=True, description="Compact in place (False: rotate).")
-    lean_tail_min_tokens: int = Field(default=10_000, gt=0, description="Lean tail band low.")
-    lean_tail_max_tokens: int = Field(default=25_000, gt=0, description="Lean tail band high.")
-    identifier_budget_tokens: int = Field(default=2_000, ge=0, description="Identifier index.")
-    user_quote_budget_tokens: int = Field(
-        default=0, ge=0, description="Lean-tail user quotes (0: the handoff quotes requests)."
-    )
-    cooldown_seconds: float = Field(default=60.0, ge=0, description="First failure cooldown.")
-    max_cooldown_seconds: float = Field(default=3_600.0, ge=0, description="Cooldown cap.")
-    breaker_after: int = Field(default=3, ge=1, description="Ineffective runs before the breaker.")
-    min_savings_ratio: float = Field(default=0.10, ge=0, lt=1, description="Effective savings.")
-    hygiene_ratio: float = Field(default=0.85, gt=0, le=1, description="Session hygiene line.")
-    hygiene_max_messages: int = Field(default=5_000, gt=0, description="Hygiene message cap.")
-
-    @field_validator("model_thresholds")
-    @classmethod
-    def _thresholds_in_range(cls, value: dict[str, float]) -> dict[str, float]:
-        for key, ratio in value.items():
-            if not 0 < ratio <= 1:
-                raise ValueError(f"model_thresholds[{key!r}] = {ratio!r}; expected 0 < x <= 1")
-        return value
-
-
-class MemorySettings(_Section):
-    """Memory providers."""
-
-    provider: str = Field(default="", description="External provider beside builtin; empty: none.")
-    home: str = Field(default="", description="Folder of MEMORY.md/USER.md; empty: user data dir.")
-    memory_char_limit: int = Field(default=8_000, gt=0, description="MEMORY.md cap, characters.")
-    user_char_limit: int = Field(default=4_000, gt=0, description="USER.md cap, characters.")
-    prefetch_timeout: float = Field(default=3.0, gt=0, description="Prefetch cut-off, seconds.")
-    call_timeout: float = Field(default=10.0, gt=0, description="Other provider calls, seconds.")
-
-    def home_path(self) -> Path:
-        if self.home:
-            return Path(self.home).expanduser()
-        return Path(platformdirs.user_data_dir(APP_NAME)) / "memory"
-
-
-class PromptSettings(_Section):
-    """The layered system prompt."""
-
-    identity: str = Field(
-        default="You are a capable software agent working for the user.",
-        description="Stable layer: who the agent is.",
-    )
-    tool_guidance: str = Field(default="", description="Stable layer: how to use the tools.")
-    platform: str = Field(default="", description="Stable layer: platform hint (cli, chat...).")
-    rule_files: list[str] = Field(
-        default_factory=lambda: [".hermes.md", "AGENTS.md", "CLAUDE.md", ".cursorrules"],
-        description=(
-            "Project rule files; the nearest found from cwd upwards is used, searching no "
-            "higher than the repository root (a folder with .git) or the home folder, and "
-            "skipping files of other users and files in world-writable folders."
-        ),
-    )
-    rule_file_max_chars: int = Field(
-        default=20_000,
-        gt=0,
-        description="Rule file size cap (characters; at most 4 bytes each are read).",
-    )
-
-
-class TokenSettings(_Section):
-    counter: str = Field(default="tiktoken", description="Registered token counter.")
-
-
-class CompactionSettings(_Section):
-    """Provider-side compaction backends."""
-
-    backend: str = Field(default="", description="responses, codex, or empty for local only.")
-    responses: dict[str, Any] = Field(default_factory=dict, description="responses settings.")
-    codex: dict[str, Any] = Field(default_factory=dict, description="codex settings.")
-
-
-class Settings(_Section):
-    """Every hermes-core setting."""
-
-    plugins: PluginSettings = Field(default_factory=PluginSettings)
-    model: ModelSettings = Field(default_factory=ModelSettings)
-    session: SessionSettings = Field(default_factory=SessionSettings)
-    compression: CompressionConfig = Field(default_factory=CompressionConfig)
-    summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
-    memory: MemorySettings = Field(default_factory=MemorySettings)
-    prompt: PromptSettings = Field(default_factory=PromptSettings)
-    tokens: TokenSettings = Field(default_factory=TokenSettings)
-    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
-    extensions: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Third-party plugin sections, by plugin name."
-    )
-
-    def plugin_options(self, name: str) -> dict[str, Any]:
-        """A third-party plugin's own ``[extensions.NAME]`` table."""
-        return dict(self.extensions.get(name, {}))
-
-    def summarizer_name(self) -> str:
-        """The summarizer in force: explicit, else openai when configured, else deterministic."""
-        if self.compression.summarizer:
-            return self.compression.summarizer
-        cfg = self.summarizer.openai
-        return "openai" if cfg.base_url and cfg.model else "deterministic"
-
-    def compression_settings(
-        self, threshold_tokens: int, context_length: int | None = None
-    ) -> CompressionSettings:
-        """The resolved settings handed to engines."""
-        c = self.compression
-        return CompressionSettings(
-            threshold_tokens=threshold_tokens,
-            context_length=context_length or self.model.context_length,
-            protect_first_n=c.protect_first_n,
-            target_ratio=c.target_ratio,
-            tail_min_messages=c.tail_min_messages,
-            prune_min_chars=c.prune_min_chars,
-            max_tool_args_chars=c.max_tool_args_chars,
-            summary_input_tokens=c.summary_input_tokens,
-            summary_prefix_reuse=c.summary_prefix_reuse,
-            abort_on_summary_failure=c.abort_on_summary_failure,
-            summarizer=self.summarizer_name(),
-            tail=c.tail,
-            lean_tail_min_tokens=c.lean_tail_min_tokens,
-            lean_tail_max_tokens=c.lean_tail_max_tokens,
-            identifier_budget_tokens=c.identifier_budget_tokens,
-            user_quote_budget_tokens=c.user_quote_budget_tokens,
-            cooldown_seconds=c.cooldown_seconds,
-            max_cooldown_seconds=c.max_cooldown_seconds,
-            breaker_after=c.breaker_after,
-            min_savings_ratio=c.min_savings_ratio,
-        )
 
 
 # ---------------------------------------------------------------------------
@@ -322,9 +134,12 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
         )
     if environ.get("HERMES_CORE_TRACE_PLUGINS"):
         _set_path(data, ["plugins", "trace"], environ["HERMES_CORE_TRACE_PLUGINS"] not in ("0", ""))
-    if environ.get("HERMES_CORE_POSTGRES_DSN"):
-        _set_path(data, ["session", "postgres_dsn"], environ["HERMES_CORE_POSTGRES_DSN"])
     return data
+
+
+def ambient_overrides(environ: Mapping[str, str]) -> dict[tuple[str, str], Any]:
+    """``(table, key) → value`` from the :data:`AMBIENT_ENV` variables that are set."""
+    return {path: environ[name] for name, path in AMBIENT_ENV.items() if environ.get(name)}
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -427,13 +242,54 @@ def config_path(explicit: str | os.PathLike[str] | None, environ: Mapping[str, s
     return local if local.is_file() else None
 
 
+def split_core(
+    data: Mapping[str, Any], model: type[BaseModel]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``data`` split into the keys ``model``'s fields hold and the rest (plugins' keys)."""
+    core: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            rest[key] = value
+            continue
+        sub = field.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel) and isinstance(value, Mapping):
+            inner, extra = split_core(value, sub)
+            core[key] = inner
+            if extra:
+                rest[key] = extra
+        else:
+            core[key] = value
+    return core, rest
+
+
+def _validate(
+    data: Mapping[str, Any], source: str, ambient: Mapping[tuple[str, str], Any] | None = None
+) -> Settings:
+    core, rest = split_core(data, Settings)
+    try:
+        settings = Settings.model_validate(core)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from None
+    settings._plugin_data = rest
+    settings._source = source
+    settings._ambient = dict(ambient or {})
+    return settings
+
+
 def load_settings(
     path: str | os.PathLike[str] | None = None,
     *,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Load settings from TOML, environment and explicit overrides (later wins)."""
+    """Load settings from TOML, environment and explicit overrides (later wins).
+
+    The core's keys are validated here; the keys of plugins' sections are kept
+    and validated when the host loads the plugins
+    (:func:`hermes_core.plugin_settings.bind_plugin_settings`).
+    """
     env = os.environ if environ is None else environ
     data: dict[str, Any] = {}
     source = "defaults"
@@ -453,15 +309,9 @@ def load_settings(
     if overrides:
         data = _merge(data, overrides)
         source += " + overrides"
-    try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from None
+    return _validate(data, source, ambient_overrides(env))
 
 
 def settings_from(data: Mapping[str, Any]) -> Settings:
-    """Validate a settings mapping (tests and embedding hosts)."""
-    try:
-        return Settings.model_validate(dict(data))
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, "settings")) from None
+    """Validate a settings mapping (tests, embedding hosts); plugins' keys as in load_settings."""
+    return _validate(dict(data), "settings")

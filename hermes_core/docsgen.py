@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 import hermes_hookspecs.specs as specs
 
-from .config import Settings
+from .config import Settings, SettingsSection
 
 MARK = "<!-- generated:{name} -->"
 END = "<!-- /generated:{name} -->"
@@ -46,6 +46,7 @@ def hooks_section() -> str:
         fn = getattr(specs, name)
         opts = getattr(fn, "hermes_core_spec", {})
         first = " (firstresult)" if opts.get("firstresult") else ""
+        first += " (historic)" if opts.get("historic") else ""
         lines.append(f"### `{name}`{first}\n")
         lines.append(f"```python\n{hook_signature(name)}\n```\n")
         if opts.get("warn_on_impl") is not None:
@@ -56,23 +57,70 @@ def hooks_section() -> str:
     return "\n".join(lines)
 
 
-def _model_rows(model: type[BaseModel], prefix: str, rows: list[str]) -> None:
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+def _model_rows(model: type[BaseModel], prefix: str, owner: str, rows: list[str]) -> None:
     for name, field in model.model_fields.items():
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            _model_rows(annotation, f"{prefix}{name}.", rows)
-            continue
+            continue  # a core section: listed on its own
         default: Any = field.default
         if field.default_factory is not None:
             default = field.default_factory()  # type: ignore[call-arg]
         shown = repr(default).replace("|", "\\|")
+        kind = _type_name(annotation).replace("|", "\\|")
         desc = (field.description or "").replace("|", "\\|")
-        rows.append(f"| `{prefix}{name}` | `{shown}` | {desc} |")
+        rows.append(f"| `{prefix}{name}` | `{kind}` | `{shown}` | {owner} | {desc} |")
+
+
+def default_settings_models() -> list[tuple[str, type[SettingsSection]]]:
+    """``(plugin, model)`` for every settings model this distribution's plugins declare.
+
+    Only the entry points of this distribution are loaded, so the generated
+    reference does not depend on what else is installed.
+    """
+    from importlib import metadata
+
+    from hermes_hookspecs import DISTRIBUTION, ENTRY_POINT_GROUP
+
+    from .plugin_settings import declared_settings
+    from .plugins import get_plugin_manager
+
+    ours = [
+        ep
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
+        if ep.dist is not None and ep.dist.metadata["Name"] == DISTRIBUTION
+    ]
+    plugins = [(ep.name, ep.load()) for ep in sorted(ours, key=lambda e: e.name)]
+    pm = get_plugin_manager(Settings(), load_entrypoints=False, plugins=plugins)
+    return [(item.plugin, item.model) for item in declared_settings(pm)]
 
 
 def config_section() -> str:
-    rows = ["| key | default | meaning |", "| --- | --- | --- |"]
-    _model_rows(Settings, "", rows)
+    """The configuration reference: the core's keys, each core section followed by the keys
+    plugins add to it, then the tables plugins own."""
+    rows = [
+        "| key | type | default | declared by | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    declared = sorted(default_settings_models(), key=lambda pm: (pm[1].config_section, pm[0]))
+    core_tables = []
+    for name, field in Settings.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            core_tables.append(name)
+            _model_rows(annotation, f"{name}.", "core", rows)
+            for plugin, model in declared:
+                if model.config_section == name:
+                    _model_rows(model, f"{name}.", f"`{plugin}`", rows)
+    _model_rows(Settings, "", "core", rows)
+    for plugin, model in declared:
+        if model.config_section not in core_tables:
+            _model_rows(model, f"{model.config_section}.", f"`{plugin}`", rows)
     return "\n".join(rows) + "\n"
 
 

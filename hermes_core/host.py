@@ -28,6 +28,7 @@ from hermes_hookspecs import (
     CompactionBackend,
     CompressionRequest,
     CompressionResult,
+    CompressionSettings,
     ContextEngine,
     Importer,
     Message,
@@ -40,7 +41,8 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from .config import Settings, load_settings
+from .config import Settings, compression_settings, load_settings
+from .plugin_settings import bind_plugin_settings, declared_settings
 from .plugins import call_each, get_plugin_manager
 from .redaction import RedactingSummarizer, Redactor, install_log_redaction
 from .registry import Registry
@@ -56,18 +58,24 @@ CORE_PLUGIN_NAME = "hermes_core.core"
 
 
 class CorePlugin:
-    """The core's own hook implementations: the selected engine answers last."""
+    """The core's own hook implementations: the engine the calling host selected answers last.
 
-    def __init__(self, hermes: Hermes) -> None:
-        self.hermes = hermes
-
-    @hookimpl(trylast=True)
-    def compress(self, request: CompressionRequest) -> CompressionResult | None:
-        return self.hermes.engine().compress(request)
+    It keeps no host state: the host passes its engine with each call
+    (:meth:`Hermes.call_compress`), so one instance serves every
+    :class:`Hermes` built on a plugin manager.
+    """
 
     @hookimpl(trylast=True)
-    def select_context(self, request: SelectRequest) -> list[Message] | None:
-        return self.hermes.engine().select_context(request)
+    def compress(
+        self, request: CompressionRequest, engine: ContextEngine | None
+    ) -> CompressionResult | None:
+        return engine.compress(request) if engine is not None else None
+
+    @hookimpl(trylast=True)
+    def select_context(
+        self, request: SelectRequest, engine: ContextEngine | None
+    ) -> list[Message] | None:
+        return engine.select_context(request) if engine is not None else None
 
 
 class EngineServices:
@@ -106,8 +114,9 @@ class Hermes:
             self.settings, load_entrypoints=load_entrypoints, plugins=plugins
         )
         if self.pm.get_plugin(CORE_PLUGIN_NAME) is None:
-            self.pm.register(CorePlugin(self), name=CORE_PLUGIN_NAME)
-        self.pm.hook.configure(settings=self.settings)
+            self.pm.register(CorePlugin(), name=CORE_PLUGIN_NAME)
+        bind_plugin_settings(self.settings, declared_settings(self.pm))
+        self.pm.hook.configure.call_historic(kwargs={"settings": self.settings})
         self._lock = threading.RLock()
         self._registry: Registry | None = None
         self._toolbox: Toolbox | None = None
@@ -161,6 +170,24 @@ class Hermes:
                 self._engine = engine
             return self._engine
 
+    def selected_engine(self) -> ContextEngine | None:
+        """:meth:`engine`, or None when no engine of the configured name is registered."""
+        if self.settings.compression.engine not in self.registry.names("engines"):
+            return None
+        return self.engine()
+
+    def call_compress(self, request: CompressionRequest) -> CompressionResult | None:
+        """Run the ``compress`` hook on this host's manager with the engine it selected.
+
+        A plugin answering first takes over; when nobody answers and the
+        configured engine is not registered, the error lists the registered ones.
+        """
+        engine = self.selected_engine()
+        result: CompressionResult | None = self.pm.hook.compress(request=request, engine=engine)
+        if result is None and engine is None:
+            self.engine()  # raises UnknownNameError naming the registered engines
+        return result
+
     def redactor(self) -> Redactor:
         """The redaction rules of every plugin (``redaction_rules``), built once.
 
@@ -183,12 +210,29 @@ class Hermes:
         exception is a summarizer declaring ``in_process = True`` (it sends its
         input nowhere, so there is nothing to keep from leaving).
         """
-        value: Summarizer = self.registry.get(
-            "summarizers", name or self.settings.summarizer_name()
-        )
+        value: Summarizer = self.registry.get("summarizers", name or self.summarizer_name())
         if isinstance(value, RedactingSummarizer) or value.in_process:
             return value
         return RedactingSummarizer(value, self.redactor())
+
+    def summarizer_name(self) -> str:
+        """The summarizer in force: ``compression.summarizer`` when set, else the first
+        registered summarizer (by name) that asks to be ``preferred`` (``openai`` once its
+        endpoint and model are configured), else ``deterministic``."""
+        if self.settings.compression.summarizer:
+            return self.settings.compression.summarizer
+        for name in self.registry.names("summarizers"):
+            if self.registry.get("summarizers", name).preferred:
+                return name
+        return "deterministic"
+
+    def compression_settings(
+        self, threshold_tokens: int, context_length: int | None = None
+    ) -> CompressionSettings:
+        """The resolved core ``[compression]`` settings handed to engines."""
+        return compression_settings(
+            self.settings, threshold_tokens, context_length, self.summarizer_name()
+        )
 
     def tail_strategy(self, name: str | None = None) -> TailStrategy:
         value: TailStrategy = self.registry.get("tails", name or self.settings.compression.tail)

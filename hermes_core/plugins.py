@@ -237,23 +237,52 @@ def implemented_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
     return sorted(caller.name for caller in callers)
 
 
+def each_implementation(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, pluggy.HookCaller]]:
+    """Per plugin implementing ``hook``, in hook order: its name and a caller for it alone.
+
+    The caller runs through pluggy (``pm.subset_hook_caller``) with that one
+    plugin's implementation plus every ``wrapper=True`` / ``hookwrapper=True``
+    implementation of the hook, so wrappers see each plugin's result and
+    tracing (:func:`enable_tracing`) records the call. Used where results or
+    errors must be attributed to a plugin (registries, prompt blocks, tool
+    schemas, annotations). The callers are kept on the manager until its
+    implementations of ``hook`` change (``annotate_message`` runs per message).
+    """
+    caller: pluggy.HookCaller = getattr(pm.hook, hook)
+    impls = tuple(caller.get_hookimpls())
+    cache: dict[str, tuple[tuple[Any, ...], list[tuple[str, pluggy.HookCaller]]]]
+    cache = pm.__dict__.setdefault("hermes_each_implementation", {})
+    found = cache.get(hook)
+    if found is not None and found[0] == impls:
+        return found[1]
+    answering = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
+    out = [
+        (
+            plugin_name(pm, impl.plugin),
+            pm.subset_hook_caller(hook, [o.plugin for o in answering if o is not impl]),
+        )
+        for impl in reversed(answering)
+    ]
+    cache[hook] = (impls, out)
+    return out
+
+
 def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
     """Call every implementation of ``hook`` separately, in hook order, keeping who answered.
 
-    Used where results must be attributed to a plugin (prompt blocks, tool
+    Each call goes through pluggy (see :func:`each_implementation`). Used
+    where results must be attributed to a plugin (prompt blocks, tool
     schemas). An exception is re-raised as :class:`PluginError` naming the plugin.
     """
-    caller = getattr(pm.hook, hook)
     out: list[tuple[str, Any]] = []
-    for impl in reversed(caller.get_hookimpls()):
-        owner = plugin_name(pm, impl.plugin)
-        args = {name: kwargs[name] for name in impl.argnames if name in kwargs}
+    for owner, caller in each_implementation(pm, hook):
         try:
-            result = impl.function(**args)
+            results = caller(**kwargs)
         except Exception as exc:
             raise PluginError(
                 f"plugin {owner!r} raised in {hook}: {type(exc).__name__}: {exc}"
             ) from exc
-        if result is not None:
-            out.append((owner, result))
+        for result in results or []:
+            if result is not None:
+                out.append((owner, result))
     return out

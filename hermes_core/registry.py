@@ -29,7 +29,7 @@ from hermes_hookspecs import (
 )
 
 from .config import Settings
-from .plugins import plugin_name
+from .plugins import each_implementation
 
 T = TypeVar("T")
 
@@ -101,17 +101,13 @@ class Registry:
             self._collect(pm, settings, kind)
 
     def _collect(self, pm: pluggy.PluginManager, settings: Settings, kind: Kind[Any]) -> None:
-        caller = getattr(pm.hook, kind.hook)
-        values = {"settings": settings}
-        for impl in caller.get_hookimpls():
-            owner = plugin_name(pm, impl.plugin)
+        for owner, caller in each_implementation(pm, kind.hook):
 
             def register(*args: Any, _owner: str = owner) -> None:
                 self._add(kind, _owner, *args)
 
-            kwargs = {name: values.get(name, register) for name in impl.argnames}
             try:
-                impl.function(**kwargs)
+                caller(register=register, settings=settings)
             except (RegistrationError, ConfigError):
                 raise
             except Exception as exc:

@@ -686,7 +686,7 @@ class Turn:
         backend = self.hermes.compaction_backend()
         extra: dict[str, Any] = {}
         if backend is not None:
-            settings = self.hermes.settings.compaction.model_dump().get(backend.name, {})
+            settings = self.hermes.settings.table(f"compaction.{backend.name}")
             try:
                 if backend.eligible(s.record, s.model, settings):
                     extra = backend.request_options(s.record, s.model, settings)
@@ -770,9 +770,9 @@ class Turn:
             session_id=self.session.id,
             messages=rows,
             model=self.session.model,
-            settings=self.hermes.settings.compression_settings(self._threshold()),
+            settings=self.hermes.compression_settings(self._threshold()),
         )
-        chosen = hook(request=request)
+        chosen = hook(request=request, engine=engine)
         if chosen is None:
             return messages
         # a message the engine kept is sent with its cached wire dict, so its api_content

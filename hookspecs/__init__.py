@@ -89,6 +89,7 @@ from .records import (
     UsageRecord,
 )
 from .redaction import RedactionRule
+from .settings import Settings, SettingsSection
 from .store import SessionStore
 from .tokens import TokenCounter
 from .tools import AgentTool, ToolContext
@@ -152,6 +153,8 @@ __all__ = [
     "SessionRecord",
     "SessionRotated",
     "SessionStore",
+    "Settings",
+    "SettingsSection",
     "StoreError",
     "StoredMessage",
     "Summarizer",

@@ -22,16 +22,19 @@ CompressionStatus = Literal["compressed", "aborted", "skipped"]
 
 
 class CompressionSettings(BaseModel):
-    """The resolved ``[compression]`` settings handed to engines (read-only).
+    """The resolved core ``[compression]`` settings handed to engines (read-only).
 
     Each field is the setting of the same name in docs/configuration.md, after
-    defaults, file and environment were applied.
+    defaults, file and environment were applied. Only what the core resolves
+    for every engine: the trigger, the window and the general compression
+    knobs. A plugin's own keys (the tails' bands, the default engine's
+    cooldown and breaker) live in its own
+    :class:`~hermes_hookspecs.settings.SettingsSection`, read with
+    ``settings.section(Model)`` when it registers its parts.
 
     :param threshold_tokens: the effective trigger in tokens (``hermes-core config show``).
     :param context_length: the model's window in tokens.
     :param protect_first_n: head messages kept verbatim at the first compression.
-    :param target_ratio: the legacy tail's size, as a share of the threshold.
-    :param tail_min_messages: the legacy tail's minimum length in messages.
     :param prune_min_chars: tool output longer than this is pruned to a placeholder.
     :param max_tool_args_chars: tool-call arguments longer than this are cut.
     :param summary_input_tokens: the most tokens handed to the summarizer at once.
@@ -40,45 +43,21 @@ class CompressionSettings(BaseModel):
     :param abort_on_summary_failure: on any summarizer failure keep the session untouched
         instead of falling back.
     :param summarizer: the summarizer to use.
-    :param fallback_summarizer: the summarizer used when ``summarizer`` fails.
     :param tail: the tail strategy to use.
-    :param lean_tail_min_tokens: the lean tail's lower bound in tokens.
-    :param lean_tail_max_tokens: the lean tail's upper bound in tokens.
-    :param identifier_budget_tokens: the identifier index's budget in tokens.
-    :param user_quote_budget_tokens: the lean tail's budget for verbatim user quotes (0: none;
-        the handoff quotes the user's requests).
-    :param cooldown_seconds: the pause after a failed compression, doubled per further failure.
-    :param max_cooldown_seconds: the cap on that pause.
-    :param breaker_after: ineffective compressions in a row before the breaker opens.
-    :param min_savings_ratio: the least share of tokens a compression must save to count
-        as effective.
-    :param options: free-form values for engines (the core sets none).
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     threshold_tokens: int
     context_length: int
     protect_first_n: int = 3
-    target_ratio: float = 0.20
-    tail_min_messages: int = 6
     prune_min_chars: int = 400
     max_tool_args_chars: int = 2000
     summary_input_tokens: int = 60_000
     summary_prefix_reuse: bool = False
     abort_on_summary_failure: bool = False
     summarizer: str = "deterministic"
-    fallback_summarizer: str = "deterministic"
     tail: str = "lean"
-    lean_tail_min_tokens: int = 10_000
-    lean_tail_max_tokens: int = 25_000
-    identifier_budget_tokens: int = 2_000
-    user_quote_budget_tokens: int = 0
-    cooldown_seconds: float = 60.0
-    max_cooldown_seconds: float = 3600.0
-    breaker_after: int = 3
-    min_savings_ratio: float = 0.10
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class EngineHost(Protocol):
@@ -369,6 +348,10 @@ class Summarizer(ABC):
     #: (the offline ``deterministic`` one): the host then hands it the input unredacted,
     #: since nothing leaves. Every other summarizer sees redacted input.
     in_process: bool = False
+    #: True when this summarizer asks to be used while ``compression.summarizer`` is empty
+    #: (the ``openai`` one does once its endpoint and model are configured); the first such
+    #: by name wins, else ``deterministic``
+    preferred: bool = False
 
     @abstractmethod
     def summarize(self, request: SummaryRequest) -> SummaryResult:

@@ -27,11 +27,12 @@ from .messages import Message, Usage
 from .prompt import PromptBlock, PromptContext
 from .records import SessionRecord
 from .redaction import RedactionRule
+from .settings import Settings, SettingsSection
 from .store import SessionStore
 from .tokens import TokenCounter
 from .tools import AgentTool
 
-StoreFactory = Callable[[Any], SessionStore]
+StoreFactory = Callable[[Settings], SessionStore]
 
 # ---------------------------------------------------------------------------
 # registration: contributions of swappable parts, by name
@@ -39,20 +40,21 @@ StoreFactory = Callable[[Any], SessionStore]
 
 
 @hookspec
-def register_context_engines(register: Callable[[ContextEngine], None], settings: Any) -> None:
+def register_context_engines(register: Callable[[ContextEngine], None], settings: Settings) -> None:
     """Contribute context engines.
 
     :param register: call ``register(engine)`` once per engine; the engine's
         ``name`` is what ``compression.engine`` selects. A name already
         registered by another plugin is an error naming both plugins.
-    :param settings: the validated :class:`hermes_core.config.Settings`
-        (every ``register_*`` hook receives it; declare it only if needed).
+    :param settings: the validated core :class:`~hermes_hookspecs.settings.Settings`
+        (every ``register_*`` hook receives it; declare it only if needed); a
+        plugin reads its own section with ``settings.section(Model)``.
     :return: nothing; all implementations are called.
     """
 
 
 @hookspec
-def register_tail_strategies(register: Callable[[TailStrategy], None], settings: Any) -> None:
+def register_tail_strategies(register: Callable[[TailStrategy], None], settings: Settings) -> None:
     """Contribute tail strategies, selected by ``compression.tail``.
 
     :param register: call ``register(strategy)`` once per strategy.
@@ -60,17 +62,19 @@ def register_tail_strategies(register: Callable[[TailStrategy], None], settings:
 
 
 @hookspec
-def register_summarizers(register: Callable[[Summarizer], None], settings: Any) -> None:
+def register_summarizers(register: Callable[[Summarizer], None], settings: Settings) -> None:
     """Contribute summarizers, selected by ``compression.summarizer``.
 
-    :param register: call ``register(summarizer)``; the object may be a
-        factory result configured from the ``[summarizer]`` settings it reads
-        in :func:`configure` (see ``hermes_core.config``).
+    :param register: call ``register(summarizer)``; build it from the
+        plugin's own section (``settings.section(Model)``, see
+        :func:`register_settings`).
     """
 
 
 @hookspec
-def register_memory_providers(register: Callable[[MemoryProvider], None], settings: Any) -> None:
+def register_memory_providers(
+    register: Callable[[MemoryProvider], None], settings: Settings
+) -> None:
     """Contribute memory providers, selected by ``memory.provider``.
 
     :param register: call ``register(provider)`` once per provider.
@@ -78,19 +82,21 @@ def register_memory_providers(register: Callable[[MemoryProvider], None], settin
 
 
 @hookspec
-def register_session_stores(register: Callable[[str, StoreFactory], None], settings: Any) -> None:
+def register_session_stores(
+    register: Callable[[str, StoreFactory], None], settings: Settings
+) -> None:
     """Contribute session-store backends, selected by ``session.store``.
 
     :param register: call ``register(name, factory)``; the host calls
         ``factory(settings)`` with the validated
-        :class:`hermes_core.config.Settings` when the store is first needed,
+        :class:`~hermes_hookspecs.settings.Settings` when the store is first needed,
         so nothing is opened at load time.
     """
 
 
 @hookspec
 def register_compaction_backends(
-    register: Callable[[CompactionBackend], None], settings: Any
+    register: Callable[[CompactionBackend], None], settings: Settings
 ) -> None:
     """Contribute provider-side compaction backends, selected by ``compaction.backend``.
 
@@ -99,7 +105,7 @@ def register_compaction_backends(
 
 
 @hookspec
-def register_token_counters(register: Callable[[TokenCounter], None], settings: Any) -> None:
+def register_token_counters(register: Callable[[TokenCounter], None], settings: Settings) -> None:
     """Contribute token counters, selected by ``tokens.counter``.
 
     :param register: call ``register(counter)``; a counter whose ``exact`` is
@@ -108,7 +114,7 @@ def register_token_counters(register: Callable[[TokenCounter], None], settings: 
 
 
 @hookspec
-def register_importers(register: Callable[[Importer], None], settings: Any) -> None:
+def register_importers(register: Callable[[Importer], None], settings: Settings) -> None:
     """Contribute transcript importers (one per format).
 
     :param register: call ``register(importer)``; ``importer.name`` is the
@@ -117,7 +123,7 @@ def register_importers(register: Callable[[Importer], None], settings: Any) -> N
 
 
 @hookspec
-def register_tools(register: Callable[[AgentTool], None], settings: Any) -> None:
+def register_tools(register: Callable[[AgentTool], None], settings: Settings) -> None:
     """Contribute tools the framework executes itself (see :mod:`hermes_hookspecs.tools`).
 
     Every registered tool's schema is frozen with each new session's prompt,
@@ -136,11 +142,40 @@ def register_tools(register: Callable[[AgentTool], None], settings: Any) -> None
 
 
 @hookspec
-def configure(settings: Any) -> None:
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare the plugin's own settings: one pydantic model per configuration table.
+
+    Called once when the host is built, before any other ``register_*``
+    hook. The host validates the configured keys of every declared table
+    (an unknown key or a bad value is a
+    :class:`~hermes_hookspecs.errors.ConfigError` naming the key, the value
+    and the plugin), shows them in ``hermes-core config show`` and documents
+    them in ``docs/configuration.md``. Read the validated values with
+    ``settings.section(Model)`` in the other hooks.
+
+    :param register: call ``register(Model)`` with a subclass of
+        :class:`~hermes_hookspecs.settings.SettingsSection`; its
+        ``config_section`` names the table (``"summarizer.openai"``, or a
+        core section such as ``"compression"`` to add keys there). A key
+        declared twice in one table (by the core or another plugin) is an
+        error naming both.
+    :return: nothing; all implementations are called.
+    """
+
+
+@hookspec(historic=True)
+def configure(settings: Settings) -> None:
     """Receive the validated settings once, after plugins are loaded.
 
-    :param settings: the :class:`hermes_core.config.Settings` in force.
-        Plugins read their own section (``settings.plugin_options(name)``).
+    A historic hook: the host calls it with ``call_historic`` when it is
+    built, and a plugin registered on the manager later is configured at
+    registration with the same settings (once per host built on the manager,
+    in order). A historic hook takes no ``wrapper`` implementations.
+
+    :param settings: the :class:`~hermes_hookspecs.settings.Settings` in force.
+        Plugins read their own section with ``settings.section(Model)``
+        (see :func:`register_settings`).
+    :return: nothing; all implementations are called.
     """
 
 
@@ -215,7 +250,7 @@ def on_turn_committed(session: SessionRecord, turn_id: str, messages: list[Messa
 
 
 @hookspec
-def annotate_message(message: Message, settings: Any) -> dict[str, Any] | None:
+def annotate_message(message: Message, settings: Settings) -> dict[str, Any] | None:
     """Derive facts from a message once, when the turn runtime records it.
 
     The facts are stored with the row (:attr:`NewMessage.annotations`) and
@@ -230,7 +265,7 @@ def annotate_message(message: Message, settings: Any) -> dict[str, Any] | None:
     the turn's thread) and deterministic in ``message``.
 
     :param message: the message as it will be stored.
-    :param settings: the :class:`hermes_core.config.Settings` in force.
+    :param settings: the :class:`~hermes_hookspecs.settings.Settings` in force.
     :return: ``{key: JSON value}`` (or None); use a key named after your
         plugin. All results are merged; a key returned by two plugins is an
         error naming both.
@@ -261,7 +296,7 @@ def detect_harness(message: Message) -> str | None:
 
 
 @hookspec
-def prompt_blocks(context: PromptContext, settings: Any) -> list[PromptBlock] | None:
+def prompt_blocks(context: PromptContext, settings: Settings) -> list[PromptBlock] | None:
     """Contribute blocks to the stable, context or volatile layer.
 
     Called only when a session's prompt is built or rebuilt (new session,
@@ -269,13 +304,13 @@ def prompt_blocks(context: PromptContext, settings: Any) -> list[PromptBlock] | 
     ``(order, key)``; a duplicate key is an error naming both plugins.
 
     :param context: the session facts the prompt may use.
-    :param settings: the :class:`hermes_core.config.Settings` in force.
+    :param settings: the :class:`~hermes_hookspecs.settings.Settings` in force.
     :return: a list of blocks (or None). All results are combined.
     """
 
 
 @hookspec
-def tool_schemas(context: PromptContext, settings: Any) -> list[dict[str, Any]] | None:
+def tool_schemas(context: PromptContext, settings: Settings) -> list[dict[str, Any]] | None:
     """Contribute OpenAI function-tool schemas, frozen with the prompt.
 
     Tools are sorted by function name and serialised canonically, so their
@@ -291,24 +326,42 @@ def tool_schemas(context: PromptContext, settings: Any) -> list[dict[str, Any]] 
 
 
 @hookspec(firstresult=True)
-def select_context(request: SelectRequest) -> list[Message] | None:
+def select_context(request: SelectRequest, engine: ContextEngine | None) -> list[Message] | None:
     """Replace the messages of ONE request (nothing stored changes).
 
-    The core answers last (``trylast``) by asking the selected engine; a
-    plugin answering first overrides it.
+    The host that prepares the request calls this hook on its own plugin
+    manager with the context engine IT selected (``compression.engine``), so
+    several hosts may share one manager. The core answers last
+    (``trylast``) with ``engine.select_context(request)``; replace the
+    behaviour by registering an engine (``register_context_engines``) and
+    selecting it. Implement this hook to observe or wrap the answer
+    (``wrapper=True``), or to answer first for every engine.
 
+    :param request: the messages about to be sent once.
+    :param engine: the engine the calling host selected, bound to that
+        host's services (None when no engine is registered).
     :return: the messages to send, or None to leave them as they are.
         First non-None result wins.
     """
 
 
 @hookspec(firstresult=True)
-def compress(request: CompressionRequest) -> CompressionResult | None:
+def compress(request: CompressionRequest, engine: ContextEngine | None) -> CompressionResult | None:
     """Rewrite the session's active context.
 
-    The core answers last (``trylast``) with the engine chosen by
-    ``compression.engine``; a plugin answering first takes over compression.
+    The host that compresses calls this hook on its own plugin manager with
+    the context engine IT selected (``compression.engine``), so several
+    hosts may share one manager. The core answers last (``trylast``) with
+    ``engine.compress(request)``: replacing compression means registering
+    an engine (``register_context_engines``) and selecting it by name.
+    Implement this hook to observe or wrap compression (``wrapper=True``
+    sees the engine's result), or to answer first for every engine.
 
+    :param request: the session's active view and the resolved settings.
+    :param engine: the engine the calling host selected, bound to that
+        host's services (None when no engine of that name is registered:
+        an implementation answering first still compresses, else the host
+        reports the unknown name).
     :return: the engine's result. First non-None result wins.
     """
 

@@ -173,7 +173,12 @@ class SessionStore(ABC):
         With ``in_place=False`` the session is ended with reason
         ``"compression"`` and the new view is written to a child session
         created from ``child`` (its ``parent_id`` set), in the same
-        transaction. ``event`` is recorded with the commit.
+        transaction. ``event`` is recorded with the commit. The child
+        inherits each of ``title``, ``cwd``, ``goal``, ``routing``, ``model``
+        and ``provider`` that ``child`` leaves empty (or all of them without
+        a ``child``), the parent's prompt hashes, and the parent's
+        ``compression_count`` plus one
+        (:func:`hermes_core.storekit.rotation_child`).
 
         ``update`` (the rebuilt prompt's hashes, new routing) is applied to
         the continuing session - this one in place, the child in rotation -
@@ -182,7 +187,8 @@ class SessionStore(ABC):
 
         :raises ValidationError: bad input, an ``update`` hash naming no
             stored blob of its kind, a tool result answering no call of the
-            new view; nothing changes.
+            new view, ``child`` with ``in_place=True``, a ``child.parent_id``
+            naming another session, a child id already taken; nothing changes.
         """
 
     # -- search -------------------------------------------------------------

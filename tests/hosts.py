@@ -93,13 +93,18 @@ class HostFactory:
         """The same factory with ``sections`` added to every host it builds."""
         return HostFactory(self._build, self.folder, merge(self.sections, sections))
 
-    def settings(self, folder: Path | None = None, **sections: Any) -> Settings:
-        """The settings a host built with these arguments gets (autoload off)."""
+    def settings(
+        self, folder: Path | None = None, *, store_file: bool = True, **sections: Any
+    ) -> Settings:
+        """The settings a host built with these arguments gets (autoload off).
+
+        ``store_file=False`` leaves out ``session.path`` (a key of the ``sqlite_store``
+        plugin, refused when that plugin is not loaded).
+        """
         where = folder or self.folder
-        files = {
-            "session": {"path": str(where / "s.db")},
-            "memory": {"home": str(where / "mem")},
-        }
+        files: dict[str, dict[str, Any]] = {"memory": {"home": str(where / "mem")}}
+        if store_file:
+            files["session"] = {"path": str(where / "s.db")}
         data = merge(files, self.sections, sections, {"plugins": {"autoload": False}})
         return settings_from(data)
 
@@ -133,6 +138,8 @@ class HostFactory:
     ) -> Hermes:
         settings = self.settings(folder, **sections)
         names = defaults_for(settings) if defaults is None else tuple(defaults)
+        if "sqlite_store" not in names and "path" not in sections.get("session", {}):
+            settings = self.settings(folder, store_file=False, **sections)
         host = self._build(*plugins, settings=settings, defaults=names, store=store)
         assert isinstance(host, Hermes)
         return host

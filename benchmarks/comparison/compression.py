@@ -71,7 +71,7 @@ def time_ours(
         rows = stored(body, tokens, recorded, hermes.annotate if recorded else None)
         record_cpu = time.process_time() - start
         threshold = hermes.threshold(MODEL, context_length).threshold_tokens
-        settings = hermes.settings.compression_settings(threshold, context_length)
+        settings = hermes.compression_settings(threshold, context_length)
         system_tokens = tokens.count_message(session.system())
         cpus: list[float] = []
         result = None

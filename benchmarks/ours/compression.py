@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_core.config import Settings
+from hermes_core.config import Settings, compression_settings
 from hermes_core.identifiers import extract_all, flatten
 from hermes_core.thresholds import effective_threshold
 from hermes_hookspecs import (
@@ -189,9 +189,9 @@ def stored(
 def settings_for(context_length: int, tail: str) -> CompressionSettings:
     settings = Settings()
     threshold = effective_threshold(settings, model=MODEL, context_length=context_length)
-    return settings.compression_settings(threshold.threshold_tokens, context_length).model_copy(
-        update={"summarizer": "stub", "tail": tail}
-    )
+    return compression_settings(
+        settings, threshold.threshold_tokens, context_length, "stub"
+    ).model_copy(update={"tail": tail})
 
 
 # -- ours --------------------------------------------------------------------------------------

@@ -194,13 +194,12 @@ def add_plugin_commands(
     except HermesError as exc:
         click.echo(f"Warning: plugin commands not loaded: {exc}", err=True)
         return None
-    from ..plugins import plugin_name
+    from ..plugins import each_implementation
 
     builtin = dict(group.commands)
-    for impl in reversed(pm.hook.register_commands.get_hookimpls()):
-        owner = plugin_name(pm, impl.plugin)
+    for owner, caller in each_implementation(pm, "register_commands"):
         try:
-            impl.function(**{name: group for name in impl.argnames})
+            caller(cli=group)
         except Exception as exc:
             if settings.plugins.strict:
                 raise HermesError(

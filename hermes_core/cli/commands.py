@@ -27,9 +27,13 @@ from .sessions import describe_store, missing_database, require_database, resolv
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
 def plugins_cmd(state: State, as_json: bool) -> None:
-    """List plugins: distribution, version, hooks, contributions, blocked or not."""
+    """List plugins: distribution, version, hooks, contributions, settings, blocked or not."""
     hermes = state.hermes()
     contributions = hermes.registry.contributions()
+    tables: dict[str, list[str]] = {}
+    for model in hermes.settings.sections():
+        owner = hermes.settings.section_owner(model)
+        tables.setdefault(owner, []).append(model.config_section)
     rows: list[dict[str, Any]] = []
     known = origins(hermes.pm)
     for name, plugin in sorted(hermes.pm.list_name_plugin(), key=lambda item: item[0]):
@@ -43,6 +47,7 @@ def plugins_cmd(state: State, as_json: bool) -> None:
                 "version": origin.version if origin else "",
                 "hooks": implemented_hooks(hermes.pm, plugin),
                 "registered": contributions.get(name, {}),
+                "settings": sorted(tables.get(name, [])),
                 "blocked": False,
                 "error": "",
             }
@@ -56,6 +61,7 @@ def plugins_cmd(state: State, as_json: bool) -> None:
                     "version": origin.version,
                     "hooks": [],
                     "registered": {},
+                    "settings": [],
                     "blocked": origin.blocked,
                     "error": origin.error,
                 }

@@ -14,6 +14,7 @@ import click
 from hermes_hookspecs import DISTRIBUTION, ConfigError
 
 from . import State, cli
+from .sessions import missing_database
 
 
 @cli.command("mcp")
@@ -45,10 +46,10 @@ def mcp_cmd(
 
     overrides = {"session": {"path": str(db)}} if db is not None else None
     hermes = state.hermes(overrides)
-    session = hermes.settings.session
-    if session.store == "sqlite" and not session.sqlite_path().exists():
+    missing = missing_database(hermes.settings)
+    if missing is not None:
         # a read-only server must not create an empty store at a mistyped path
-        raise ConfigError(f"no session store at {session.sqlite_path()} (session.path / --db)")
+        raise ConfigError(f"no session store at {missing} (session.path / --db)")
     try:
         scope: str | list[str] | None = "all" if all_sessions else (list(sessions) or None)
         settings = McpSettings.from_settings(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from hermes_hookspecs import NotFoundError, SessionStore, ValidationError
 
 from ..config import Settings
+from ..plugin_settings import resolved_value
 
 #: how many sessions one page of the prefix scan reads
 _PAGE = 500
@@ -16,9 +18,9 @@ def describe_store(settings: Settings) -> str:
     """The database a command reads, for messages (a DSN's password is hidden)."""
     store = settings.session.store
     if store == "sqlite":
-        return str(settings.session.sqlite_path())
+        return resolved_value(settings, "session", "path")
     if store == "postgres":
-        dsn = settings.session.postgres_dsn or "(HERMES_CORE_POSTGRES_DSN)"
+        dsn = resolved_value(settings, "session", "postgres_dsn") or "(HERMES_CORE_POSTGRES_DSN)"
         dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
         dsn = re.sub(r"(password=)\S+", r"\1***", dsn)
         return f"postgres {dsn}"
@@ -32,8 +34,8 @@ def missing_database(settings: Settings) -> str | None:
     """
     if settings.session.store != "sqlite":
         return None
-    path = settings.session.sqlite_path()
-    return None if path.exists() else str(path)
+    path = resolved_value(settings, "session", "path")
+    return None if not path or Path(path).exists() else path
 
 
 def require_database(settings: Settings, session_id: str) -> None:

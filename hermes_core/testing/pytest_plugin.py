@@ -4,7 +4,10 @@ Installed with hermes-core, so a plugin project's tests can use, without
 imports:
 
 * ``hermes_settings``: validated :class:`~hermes_core.config.Settings` with the
-  session store in a temporary SQLite file and memory under a temporary home;
+  session store in a temporary SQLite file and memory under a temporary home
+  (``hermes_factory`` leaves the file's ``session.path`` out of a host built
+  without the ``sqlite_store`` plugin, since a key no loaded plugin declares
+  is a configuration error);
 * ``fake_openai``: a running :class:`~hermes_core.testing.fake_openai.FakeOpenAIServer`;
 * ``hermes_factory``: build a :class:`~hermes_core.Hermes` with entry-point
   autoload OFF and the plugins a test names, plus the two defaults every host
@@ -63,6 +66,27 @@ def hermes_settings(tmp_path: Path) -> Any:
     )
 
 
+def _loads_sqlite(*groups: list[object] | tuple[object, ...]) -> bool:
+    """Whether the ``sqlite_store`` entry point's module is among the plugins."""
+    from importlib import metadata
+
+    from hermes_hookspecs import ENTRY_POINT_GROUP
+
+    found = [
+        ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == "sqlite_store"
+    ]
+    module = found[0].module if found else None
+    return any(getattr(plugin, "__name__", None) == module for group in groups for plugin in group)
+
+
+def _without_sqlite_path(settings: Any) -> Any:
+    """``hermes_settings`` minus its ``session.path``, for a host without the sqlite store
+    (a key no loaded plugin declares is a configuration error)."""
+    copy = settings.model_copy(deep=True)
+    copy._plugin_data.get("session", {}).pop("path", None)
+    return copy
+
+
 @pytest.fixture
 def hermes_factory(hermes_settings: Any) -> Iterator[Callable[..., Any]]:
     from hermes_core.host import Hermes
@@ -76,8 +100,13 @@ def hermes_factory(hermes_settings: Any) -> Iterator[Callable[..., Any]]:
         **kwargs: Any,
     ) -> Any:
         extra = default_plugins(tuple(defaults), plugins)
+        chosen = settings
+        if chosen is None:
+            chosen = hermes_settings
+            if not _loads_sqlite([plugin for _, plugin in extra], plugins):
+                chosen = _without_sqlite_path(chosen)
         host = Hermes(
-            settings or hermes_settings,
+            chosen,
             plugins=[*extra, *plugins],
             load_entrypoints=False,
             **kwargs,

@@ -7,11 +7,15 @@ Compacts a session's Codex app-server thread with ``thread/compact/start``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from hermes_hookspecs import CompactionBackend, hookimpl
+from hermes_hookspecs import CompactionBackend, Settings, SettingsSection, hookimpl
 
-from .backend import CodexCompactionBackend, CodexCompactionFailed, codex_thread_id
+from .backend import (
+    CodexBackendSettings,
+    CodexCompactionBackend,
+    CodexCompactionFailed,
+    codex_thread_id,
+)
 from .binary import PINNED_CODEX_VERSION, find_codex_binary
 from .client import CodexAppServer
 from .config import CodexLaunchSettings, CodexProvider, CodexRuntimeConfig
@@ -30,6 +34,7 @@ __all__ = [
     "PINNED_CODEX_VERSION",
     "CodexAppServer",
     "CodexAppServerError",
+    "CodexBackendSettings",
     "CodexBinaryNotFoundError",
     "CodexCompactionBackend",
     "CodexCompactionFailed",
@@ -47,11 +52,19 @@ __all__ = [
     "codex_thread_id",
     "find_codex_binary",
     "register_compaction_backends",
+    "register_settings",
 ]
 
 
 @hookimpl
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare ``[compaction.codex]`` (validated when the host loads the plugins)."""
+    register(CodexBackendSettings)
+
+
+@hookimpl
 def register_compaction_backends(
-    register: Callable[[CompactionBackend], None], settings: Any
+    register: Callable[[CompactionBackend], None], settings: Settings | None
 ) -> None:
+    """Register the ``codex`` backend (it reads ``[compaction.codex]`` per call)."""
     register(CodexCompactionBackend())

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
 from hermes_hookspecs import (
@@ -40,6 +40,7 @@ from hermes_hookspecs import (
     ProviderCompactionRequest,
     ProviderCompactionResult,
     SessionRecord,
+    SettingsSection,
 )
 
 from .client import CodexAppServer
@@ -53,21 +54,31 @@ RUNTIME_NAME = "codex"
 MARKER_ITEM_TYPE = "codex.context_compaction"
 
 
-class CodexBackendSettings(BaseModel):
-    """``[compaction.codex]``."""
+class CodexBackendSettings(SettingsSection):
+    """``[compaction.codex]`` (declared through ``register_settings``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    config_section: ClassVar[str] = "compaction.codex"
 
-    enabled: bool = True
-    binary: Path | None = None
-    codex_home: Path | None = None
-    home: Path | None = None
-    cwd: Path | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    config_overrides: list[str] = Field(default_factory=list)
-    timeout_s: float = Field(default=300.0, gt=0)
+    enabled: bool = Field(default=True, description="False: never eligible.")
+    binary: Path | None = Field(
+        default=None, description="codex binary; unset: HERMES_CODEX_BIN, .codex-bin or PATH."
+    )
+    codex_home: Path | None = Field(
+        default=None, description="CODEX_HOME holding the session's thread (required to compact)."
+    )
+    home: Path | None = Field(default=None, description="HOME for the app-server process.")
+    cwd: Path | None = Field(default=None, description="Working directory of the app-server.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment of the app-server."
+    )
+    config_overrides: list[str] = Field(
+        default_factory=list, description="codex -c key=value overrides."
+    )
+    timeout_s: float = Field(default=300.0, gt=0, description="One compaction's time limit, s.")
     resume: bool = Field(default=True, description="thread/resume before compacting")
-    runtime: CodexRuntimeConfig | None = None
+    runtime: CodexRuntimeConfig | None = Field(
+        default=None, description="The config.toml written into a private CODEX_HOME."
+    )
 
     @classmethod
     def parse(cls, settings: dict[str, Any]) -> CodexBackendSettings:

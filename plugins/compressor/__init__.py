@@ -12,22 +12,38 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hermes_hookspecs import ContextEngine, Message, hookimpl
+from hermes_hookspecs import ContextEngine, Message, Settings, SettingsSection, hookimpl
 
 from .engine import ContextCompressor
 from .facts import annotation
+from .settings import CompressorSettings
 
-__all__ = ["ContextCompressor", "annotate_message", "register_context_engines"]
+__all__ = [
+    "CompressorSettings",
+    "ContextCompressor",
+    "annotate_message",
+    "register_context_engines",
+    "register_settings",
+]
 
 
 @hookimpl
-def register_context_engines(register: Callable[[ContextEngine], None]) -> None:
-    """Contribute the ``compressor`` engine."""
-    register(ContextCompressor())
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare the engine's keys of ``[compression]`` (cooldown, breaker)."""
+    register(CompressorSettings)
 
 
 @hookimpl
-def annotate_message(message: Message, settings: Any) -> dict[str, Any] | None:
+def register_context_engines(
+    register: Callable[[ContextEngine], None], settings: Settings | None
+) -> None:
+    """Contribute the ``compressor`` engine, configured from its keys."""
+    own = settings.section(CompressorSettings) if settings is not None else None
+    register(ContextCompressor(own))
+
+
+@hookimpl
+def annotate_message(message: Message, settings: Settings | None) -> dict[str, Any] | None:
     """The message's handoff facts (:func:`.facts.message_facts`), derived once when it is
     recorded so a compression only assembles them; only while this engine is selected."""
     if settings is not None and settings.compression.engine != ContextCompressor.name:

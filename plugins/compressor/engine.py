@@ -92,9 +92,10 @@ from hermes_hookspecs.compression import EngineHost
 from .facts import extract_facts, strip_reasoning
 from .groups import group_starts, snap_back, snap_forward
 from .items import Item
-from .prune import FIT_RATIO, fit_tail, prune
+from .prune import FIT_RATIO, fit_tail, fitted_tokens, prune
 from .repair import plan_repair, stub_message
 from .session_state import SessionState
+from .settings import CompressorSettings
 from .summary_input import SummaryInput, build_summary_input
 
 #: tokens kept free in the summarizer's window for its instructions
@@ -105,26 +106,42 @@ HANDOFF_RATE = 1 / 34
 HANDOFF_FLOOR = 24
 HANDOFF_CAP = 4
 HANDOFF_MAX = 12_000
+#: ... or FACT_SHARE of the facts it chooses from, if that is more
+FACT_SHARE = 1 / 3
 #: after a compaction the view should take at most this share of the threshold
 AFTER_TARGET = 0.55
 
 
-def handoff_tokens(threshold_tokens: int, covered_tokens: int, kept_tokens: int = 0) -> int:
+def handoff_tokens(
+    threshold_tokens: int, covered_tokens: int, kept_tokens: int = 0, fact_tokens: int = 0
+) -> int:
     """The handoff's token budget: it grows with the history it stands for, within the window.
 
-    ``clamp(covered * HANDOFF_RATE, threshold / HANDOFF_FLOOR, high)`` where ``high``
+    ``clamp(max(covered * HANDOFF_RATE, facts * FACT_SHARE), threshold / HANDOFF_FLOOR, high)``
+    where ``facts`` is the size of the facts to choose from (the previous handoff's
+    and the middle's): a history's raw size is mostly tool output, so a session of
+    many short exchanges (requests, errors, answers) says more per token than one
+    that read a few large files, and its handoff gets room for a share of what it
+    says. ``high``
     is ``threshold / HANDOFF_CAP`` or what :data:`AFTER_TARGET` of the threshold
-    leaves after the ``kept_tokens`` (system prompt, head, tail) if that is less;
-    at least 256 and at most :data:`HANDOFF_MAX`. A long history deserves a longer
-    handoff, but never one that crowds the window: every compaction is a summary
-    call and a cache break, so the view after it must leave room for many turns.
+    leaves after the ``kept_tokens`` (system prompt, head, tail) if that is less,
+    but never under :func:`handoff_floor`; at least 256 and at most
+    :data:`HANDOFF_MAX`. A long history deserves a longer handoff, but never one
+    that crowds the window: every compaction is a summary call and a cache break,
+    so the view after it must leave room for many turns.
     """
     low = threshold_tokens // HANDOFF_FLOOR
     high = threshold_tokens // HANDOFF_CAP
     if kept_tokens:
-        high = min(high, max(low * 3 // 2, int(threshold_tokens * AFTER_TARGET) - kept_tokens))
-    wanted = int(covered_tokens * HANDOFF_RATE)
+        after = int(threshold_tokens * AFTER_TARGET) - kept_tokens
+        high = min(high, max(handoff_floor(threshold_tokens), after))
+    wanted = max(int(covered_tokens * HANDOFF_RATE), int(fact_tokens * FACT_SHARE))
     return max(256, min(HANDOFF_MAX, high, max(low, wanted)))
+
+
+def handoff_floor(threshold_tokens: int) -> int:
+    """The least a handoff gets however little room the rest leaves: a 12th of the threshold."""
+    return threshold_tokens // HANDOFF_FLOOR * 2
 
 
 class _Aborted(Exception):
@@ -139,8 +156,16 @@ class ContextCompressor(ContextEngine):
     """Head + structured summary + tail, with pruning, repair and a failure policy."""
 
     name = "compressor"
+    #: the summarizer tried once when the configured one fails
+    fallback_summarizer = "deterministic"
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: CompressorSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings or CompressorSettings()
         self._clock = clock
         self._lock = threading.Lock()
         self._sessions: dict[str, SessionState] = {}
@@ -230,9 +255,9 @@ class ContextCompressor(ContextEngine):
             state.last_fallback_used = result.fallback_used
             if result.summary_usage is not None:
                 state.last_summary_usage = result.summary_usage.model_dump()
-            state.record_effect(result.tokens_before, result.tokens_after, request.settings)
+            state.record_effect(result.tokens_before, result.tokens_after, self.settings)
         elif work.not_smaller:
-            state.record_effect(work.tokens_before, work.tokens_before, request.settings)
+            state.record_effect(work.tokens_before, work.tokens_before, self.settings)
         return result
 
     def _skip(self, state: SessionState, reason: str) -> CompressionResult:
@@ -263,6 +288,8 @@ class _Work:
         self.fallback_used = False
         self.usage: Usage | None = None
         self.facts: list[HandoffFact] = []
+        #: the tail was planned again in less room (:meth:`_fitted_plan`)
+        self.replanned = False
 
     def count(self, message: Message) -> int:
         return self.host.count_message(message)
@@ -295,7 +322,8 @@ class _Work:
         if head_end:
             head_end = min(snap_forward(starts, head_end, len(body)), head_limit)
         rest = body[head_end:]
-        plan = self._tail_plan(rest)
+        fixed = request.system_tokens + sum(it.tokens for it in [*system, *body[:head_end]])
+        plan = self._fitted_plan(rest, fixed)
         rest_starts = [s - head_end for s in starts if s >= head_end]
         tail_start = snap_back(rest_starts, min(max(plan.tail_start, 0), len(rest)))
         last_summary = max((p - head_end for p in summary_positions if p >= head_end), default=-1)
@@ -335,11 +363,17 @@ class _Work:
             [it.recovery_id for it in to_summarize],
             [it.stored.annotations if it.stored is not None else None for it in to_summarize],
         )
+        # the tail's long tool outputs yield to the handoff: fit_tail cuts them to excerpts
+        # (pointer included) when the view would be over its limit
+        limit = int(settings.threshold_tokens * FIT_RATIO)
         kept = (
             request.system_tokens
-            + sum(it.tokens for it in [*system, *body[:head_end], *carried_items, *tail])
+            + sum(it.tokens for it in [*system, *body[:head_end], *carried_items])
+            + fitted_tokens(tail, limit)
             + (last_user.tokens if carry_user and last_user is not None else 0)
         )
+        if self.replanned:  # the engine sized the tail: the view's every part counts
+            kept += self._sections_tokens(plan)
         summary, result = self._summarize(to_summarize, previous, plan, kept)
         summary_message = Message(
             role="user", kind="summary", summary=summary, content=summary.render()
@@ -353,7 +387,6 @@ class _Work:
         out.extend(tail)
         out = self._repair(out, items)
         tail_from = len(out) - len(tail)
-        limit = int(settings.threshold_tokens * FIT_RATIO)
         if fit_tail(out, tail_from, limit, self.count):
             self.notes.append("cut oversized tool output in the tail to excerpts to fit")
         tokens_after = sum(item.tokens for item in out)
@@ -376,13 +409,50 @@ class _Work:
             summary_usage=self.usage,
         )
 
-    def _tail_plan(self, rest: Sequence[Item]) -> TailPlan:
+    def _fitted_plan(self, rest: Sequence[Item], fixed: int) -> TailPlan:
+        """The tail plan, made again in less room when it would not leave the handoff its floor.
+
+        ``fixed`` is what the view keeps before ``rest`` (system prompt and head).
+        A strategy sizes its tail as a share of the room the system prompt
+        leaves; with a large system prompt that tail, the handoff's floor and
+        the tail's sections add up past :data:`AFTER_TARGET` of the threshold,
+        and each compaction buys little room. The room is then scaled down in
+        proportion, so the tail shrinks and the handoff keeps its floor; the
+        handoff's own bound then counts the tail's sections too.
+        """
+        plan = self._tail_plan(rest)
+        threshold = self.settings.threshold_tokens
+        tail_tokens = sum(it.tokens for it in rest[max(0, plan.tail_start) :])
+        allowed = (
+            int(threshold * AFTER_TARGET)
+            - fixed
+            - handoff_floor(threshold)
+            - self._sections_tokens(plan)
+        )
+        if allowed <= 0 or tail_tokens <= allowed:
+            return plan
+        room = max(1, threshold - self.request.system_tokens)
+        smaller = max(1, room * allowed // tail_tokens)
+        self.replanned = True
+        self.notes.append(
+            f"tail planned again in {smaller} of {room} tokens of room: the handoff keeps its floor"
+        )
+        return self._tail_plan(rest, smaller)
+
+    def _sections_tokens(self, plan: TailPlan) -> int:
+        if not plan.extra_sections:
+            return 0
+        sections = "\n\n".join(f"## {s.title}\n{s.body}" for s in plan.extra_sections)
+        return self.count(Message(role="user", content=sections))
+
+    def _tail_plan(self, rest: Sequence[Item], room: int | None = None) -> TailPlan:
         strategy = self.host.tail_strategy(self.settings.tail)
         stored = [it.stored for it in rest if it.stored is not None]
         if len(stored) != len(rest):
             raise HermesError("internal: every message of the view must come from a stored row")
         # the tail and its sections share what the system prompt leaves of the threshold
-        room = max(1, self.settings.threshold_tokens - self.request.system_tokens)
+        if room is None:
+            room = max(1, self.settings.threshold_tokens - self.request.system_tokens)
         return strategy.plan(
             TailRequest(
                 messages=stored,
@@ -430,7 +500,10 @@ class _Work:
             (it.stored.token_count or it.tokens) if it.stored is not None else it.tokens
             for it in middle
         )
-        max_output = handoff_tokens(settings.threshold_tokens, covered, kept_tokens)
+        pool = [*(previous.facts if previous is not None else []), *self.facts]
+        # facts are prose and identifiers: about four characters a token
+        fact_tokens = sum(len(fact.text) + 12 for fact in pool) // 4
+        max_output = handoff_tokens(settings.threshold_tokens, covered, kept_tokens, fact_tokens)
         try:
             result = _checked(
                 self._run_summarizer(summarizer, middle, previous, plan, max_output), summarizer
@@ -456,7 +529,7 @@ class _Work:
         return summary, result
 
     def _fail(self, error: SummarizerError) -> None:
-        seconds = self.state.record_summary_failure(self.engine._clock(), self.settings)
+        seconds = self.state.record_summary_failure(self.engine._clock(), self.engine.settings)
         self.notes.append(f"summary failed ({error.kind}): {error}; cooldown {seconds:.0f}s")
         if error.aborts:
             raise _Aborted(
@@ -475,7 +548,7 @@ class _Work:
         max_output: int,
         error: SummarizerError,
     ) -> SummaryResult:
-        name = self.settings.fallback_summarizer
+        name = self.engine.fallback_summarizer
         if name == self.settings.summarizer:
             raise _Aborted(f"summary failed ({error.kind}) and the fallback is the same summarizer")
         fallback = self.host.summarizer(name)

@@ -51,6 +51,11 @@ SHORT_OUTPUT_CHARS = 240
 #: only this much of a tool output's start and end is scanned for key lines
 SCAN_CHARS = 12_000
 MAX_ERRORS_PER_OUTPUT = 3
+#: an answer that closed a turn (the agent's last words before the user spoke
+#: again) weighs this much more: it is what the user read and answered
+CLOSING_BOOST = 2.0
+#: an error line names its command in at most this many characters
+MAX_FROM_CHARS = 80
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
@@ -73,6 +78,28 @@ _ERROR_LINE = re.compile(
 )
 #: tools whose output is what they found or read, not what happened: no error lines
 _LOOKUP_TOOLS = re.compile(r"(?i)read|grep|glob|search|find|list|view|fetch|task|agent|todo")
+#: a shell command that shows what is there (a file's text, a search, a listing,
+#: history): its output quotes code and logs, so its lines are not errors that happened
+_READ_COMMAND = re.compile(
+    r"^(?:\w+: )?(?:cd \S+ (?:&&|;) )?(?:env (?:-\S+ )*(?:\w+=\S* )+)?(?:\w+=\S* )*"
+    r"(?:sed -n|cat|head|tail|nl|less|more|bat|rg|grep|egrep|ag|ls|find|fd|tree|wc|jq|awk|"
+    r"git (?:show|diff|log|blame|grep|ls-files|cat-file))\b"
+)
+#: an error-looking line that is source code (a signature, a call, a declaration)
+_CODE_LINE = re.compile(
+    r"(?:[{(,;\[]\s*$|^\s*(?:func|def|class|return|if|else|elif|for|while|var|const|let|"
+    r"type|import|from|case|try|catch|except|raise|throw|//|/\*|\*|#\s)\b|:=|=>|\)\s*\{|\s//\s|^\s*[\w.]+\([^()]*\)\s*;?\s*$)"
+)
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_NOT_PROSE = re.compile(r"\s*(?:#|\||[-=]{3}|\$ |>\s*\$)|.*\\\s*$")
+#: an error line shorter than this (``FAIL``) says only what the command's outcome says
+MIN_ERROR_CHARS = 12
+#: assistant prose this short beside a tool call only announces the call
+STEP_NOTE_CHARS = 160
+#: a user message this short only answers the agent (``yes``, ``go on``): its
+#: meaning is the closing answer before it, which is kept at a boost
+SHORT_REQUEST_CHARS = 24
+SHORT_REQUEST_PENALTY = 4.0
 #: an output that only acknowledges the call (it adds nothing to the call itself)
 _ACK = re.compile(
     r"(?i)^(?:the file \S.{0,300} has been (?:updated|created)(?: successfully)?\.?|"
@@ -141,26 +168,41 @@ def _line(text: str) -> str:
     return _cut(_fold(text), MAX_LINE_CHARS)
 
 
-_PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)]|#{1,6})\s)")
+_HEADING = re.compile(r"^(?:#{1,6}\s|\*\*[^*]{1,80}\*\*:?$)")
 
 
 def _pieces(prose: str) -> list[str]:
-    """A long answer as paragraph- or list-item-sized pieces, each within MAX_ANSWER_CHARS."""
+    """A long answer as pieces of at most MAX_ANSWER_CHARS: its blocks packed in order.
+
+    Paragraphs and list items are packed into one piece while they fit, and a
+    heading opens a new piece, so a heading or a short list item never stands
+    alone as a fact (each fact costs its anchor and label, and a bare heading
+    says nothing): a list is kept with its heading, a paragraph whole.
+    """
     folded = _fold(prose)
     if len(folded) <= MAX_ANSWER_CHARS:
         return [folded]
     out: list[str] = []
-    for block in _PARAGRAPH.split(prose):
-        block = _fold(block)
-        if len(block) < 8:
+    current, body = "", False  # body: the current piece holds more than headings
+    for raw in _PARAGRAPH.split(prose):
+        block = _fold(raw)
+        if not block:
             continue
-        while len(block) > MAX_ANSWER_CHARS:
-            cut = _cut(block, MAX_ANSWER_CHARS)
+        heading = bool(_HEADING.match(block))
+        if current and ((heading and body) or len(current) + 1 + len(block) > MAX_ANSWER_CHARS):
+            if body:
+                out.append(current)
+            current, body = "", False
+        current = f"{current} {block}" if current else block
+        body = body or not heading
+        while len(current) > MAX_ANSWER_CHARS + 40:  # no scrap of a few words on its own
+            cut = _cut(current, MAX_ANSWER_CHARS)
             out.append(cut)
-            block = block[len(cut.rstrip(" …")) :].strip()
-        if block:
-            out.append(block)
-    return out or [_cut(folded, MAX_ANSWER_CHARS)]
+            current = current[len(cut.rstrip(" …")) :].strip()
+    if current and body:
+        out.append(current)
+    return [piece for piece in out if len(piece) >= 8] or [_cut(folded, MAX_ANSWER_CHARS)]
 
 
 def _arguments(arguments: str) -> dict[str, object]:
@@ -207,6 +249,31 @@ def _scan_region(text: str) -> list[str]:
     return (text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]).splitlines()
 
 
+#: an execution envelope around a command's output (Codex ``exec_command``:
+#: ``Command:``, ``Chunk ID:``, ``Wall time:``, ``Process exited with code N``,
+#: ``Original token count:``, then ``Output:`` and the output itself)
+_ENVELOPE = re.compile(
+    r"\A(?:Command: (?s:.{0,4000}?)\n(?=Chunk ID: |Wall time: |Process ))?"
+    r"(?:(?:Chunk ID|Wall time|Original token count|Session ID): [^\n]*\n"
+    r"|Process (?:exited with code (?P<code>-?\d+)|running[^\n]*)\n)+Output:\n?"
+)
+
+
+def unwrap_output(text: str) -> tuple[str, int | None]:
+    """A tool output without its execution envelope, and the exit code the envelope gave.
+
+    The envelope repeats the call and timing around every output; only the exit
+    code and the output say what happened.
+    """
+    if not text.startswith(("Command: ", "Chunk ID: ")):
+        return text, None
+    match = _ENVELOPE.match(text)
+    if match is None:
+        return text, None
+    code = match.group("code")
+    return text[match.end() :], int(code) if code is not None else None
+
+
 def _outcome(text: str) -> tuple[str, list[str], float]:
     """A tool output's outcome, its error lines, and how telling the outcome is (a boost).
 
@@ -224,7 +291,12 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     if listing:  # a file's text: its lines are code, not errors or results
         return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
     for raw in lines:
-        if len(errors) < MAX_ERRORS_PER_OUTPUT and _ERROR_LINE.search(raw):
+        if (
+            len(errors) < MAX_ERRORS_PER_OUTPUT
+            and len(raw.strip()) >= MIN_ERROR_CHARS
+            and _ERROR_LINE.search(raw)
+            and not _CODE_LINE.search(raw)
+        ):
             line = _line(raw)
             if line not in errors:
                 errors.append(line)
@@ -240,10 +312,29 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     return " | ".join(parts), errors, boost
 
 
+def _tool_outcome(text: str) -> tuple[str, str, list[str], float]:
+    """A tool output's body (envelope removed), outcome, error lines and boost."""
+    body, code = unwrap_output(text)
+    outcome, errors, boost = _outcome(body)
+    if code:
+        outcome, boost = f"exit {code}: {outcome}", max(boost, 1.0)
+    if _ACK.match(outcome):
+        outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
+    return body, outcome, errors, boost
+
+
+def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None) -> str:
+    """What a tool result said, in a line (its recorded outcome when ``annotations`` hold it)."""
+    entry = _recorded(annotations)
+    if entry is not None and isinstance(entry.get("outcome"), str):
+        return str(entry["outcome"])
+    return _tool_outcome(message.text())[1]
+
+
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 1
+VERSION = 4
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -270,9 +361,18 @@ def message_facts(message: Message) -> dict[str, Any]:
         prose = strip_reasoning(message.text())
         if prose.strip():
             sentences = [s for s in _SENTENCE.findall(prose) if s.strip()]
-            out["narration"] = all(_NARRATION.match(_fold(s)) for s in sentences)
+            # a short note beside a tool call announces the call ("Now run the tests:"),
+            # which is a fact of its own: narration, like "let me ..." prose
+            step_note = bool(message.tool_calls) and len(_fold(prose)) <= STEP_NOTE_CHARS
+            out["narration"] = step_note or all(_NARRATION.match(_fold(s)) for s in sentences)
+            # decisions are prose: not a line of a code block, a table row or a heading
+            stated = [
+                s for s in _SENTENCE.findall(_FENCED.sub("\n", prose)) if not _NOT_PROSE.match(s)
+            ]
             out["decisions"] = [
-                _fold(s) for s in sentences if 20 <= len(_fold(s)) <= 300 and _DECISION.search(s)
+                _fold(s)
+                for s in stated
+                if 20 <= len(_fold(s)) <= 300 and len(s.split()) >= 5 and _DECISION.search(s)
             ][:3]
             out["pieces"] = _pieces(prose)
         calls = []
@@ -289,15 +389,13 @@ def message_facts(message: Message) -> dict[str, Any]:
             out["calls"] = calls
         return out
     if message.role == "tool":
-        outcome, errors, boost = _outcome(message.text())
-        if _ACK.match(outcome):
-            outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
+        body, outcome, errors, boost = _tool_outcome(message.text())
         return {
             "call_id": message.tool_call_id,
             "outcome": outcome,
             "errors": errors,
             "boost": boost,
-            "long": len(message.text()) > SHORT_OUTPUT_CHARS,
+            "long": len(body) > SHORT_OUTPUT_CHARS,
         }
     return {}
 
@@ -313,6 +411,24 @@ def _recorded(annotations: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if isinstance(entry, dict) and entry.get("v") == VERSION:
         return entry
     return None
+
+
+def closing_answers(messages: Sequence[Message]) -> set[int]:
+    """Positions of the answers that closed a turn: the last assistant prose before a user turn.
+
+    Harness text is not a user turn; tool calls without prose are not answers.
+    """
+    out: set[int] = set()
+    last: int | None = None
+    for position, message in enumerate(messages):
+        if message.kind != "message" or message.harness is not None:
+            continue
+        if message.role == "assistant" and message.text().strip():
+            last = position
+        elif message.role == "user" and last is not None:
+            out.add(last)
+            last = None
+    return out
 
 
 def extract_facts(
@@ -346,6 +462,7 @@ def extract_facts(
         )
         return len(facts) - 1
 
+    closing = closing_answers(messages)
     for position, (message, mid, notes) in enumerate(zip(messages, ids, stored, strict=True)):
         if message.kind != "message" or message.harness is not None:
             continue
@@ -354,7 +471,8 @@ def extract_facts(
         if not part:
             continue
         if message.role == "user":
-            add("request", part["request"], position, mid)
+            short = len(part["request"]) < SHORT_REQUEST_CHARS
+            add("request", part["request"], position, mid, -SHORT_REQUEST_PENALTY * short)
             for sentence in part["constraints"]:
                 add("constraint", sentence, position, mid)
         elif message.role == "assistant":
@@ -362,7 +480,10 @@ def extract_facts(
                 add("decision", sentence, position, mid)
             for order, piece in enumerate(part.get("pieces", [])):
                 # later pieces of a long answer weigh a little less than its opening
-                boost = (-3.0 if part.get("narration") else 0.0) - min(2.0, 0.5 * order)
+                if position in closing:
+                    boost = CLOSING_BOOST - min(2.0, 0.5 * order)
+                else:
+                    boost = (-3.0 if part.get("narration") else 0.0) - min(2.0, 0.5 * order)
                 add("answer", piece, position, mid, boost=boost)
             for call in part.get("calls", []):
                 index = add("command", call["subject"], position, mid)
@@ -372,7 +493,11 @@ def extract_facts(
         elif message.role == "tool":
             found = calls.get(part["call_id"] or "")
             errors = part["errors"]
-            if found is not None and _LOOKUP_TOOLS.search(found[2]) and part["long"]:
+            if (
+                found is not None
+                and part["long"]
+                and (_LOOKUP_TOOLS.search(found[2]) or _READ_COMMAND.match(found[1]))
+            ):
                 errors = []
             if found is not None:
                 index, subject, _tool = found
@@ -385,7 +510,7 @@ def extract_facts(
                     }
                 )
             for line in errors:
-                where = f" (from {found[1]})" if found is not None else ""
+                where = f" (from {_cut(found[1], MAX_FROM_CHARS)})" if found is not None else ""
                 add("error", _cut(line + where, MAX_LINE_CHARS + 120), position, mid)
     return facts
 
@@ -399,24 +524,57 @@ def priority(fact: HandoffFact) -> float:
     return fact.score / (1.0 + len(fact.text) / DENSITY_CHARS)
 
 
+_DIGITS = re.compile(r"\d+")
+_FROM = re.compile(r" \(from [^()]*(?:\([^()]*\)[^()]*)*\)$")
+
+
+def shape(fact: HandoffFact) -> str:
+    """What makes a fact a repeat: its text, and for an error line its text without numbers.
+
+    A failure that recurs over reruns prints the same line with other ports,
+    line numbers and timings, and from other commands; the newest copy stands
+    for all of them.
+    """
+    key = fact.text.strip()
+    if fact.kind != "error":
+        return key
+    return _DIGITS.sub("#", _FROM.sub("", key))
+
+
 def select_facts(facts: Sequence[HandoffFact], budget_chars: int) -> list[HandoffFact]:
     """The best facts within ``budget_chars`` (by :func:`priority`), returned oldest first.
 
     A fact whose text another chosen fact already holds is dropped as a
-    duplicate, so one line never costs twice.
+    duplicate, so one line never costs twice: the same text (or the same
+    error line, see :func:`shape`, newest first) anywhere, or, from
+    the same message, a text inside another's (a decision sentence inside the
+    answer piece it came from). When a longer fact of the message is chosen
+    after the shorter one it contains, the shorter one is dropped and its cost
+    refunded.
     """
-    chosen: list[HandoffFact] = []
+    chosen: dict[int, HandoffFact] = {}
+    by_message: dict[int | None, list[int]] = {}
     seen: set[str] = set()
     used = 0
-    for fact in sorted(facts, key=lambda f: (-priority(f), f.position)):
+    ranked = sorted(facts, key=lambda f: (-priority(f), -f.position * (f.kind == "error")))
+    for order, fact in enumerate(ranked):
         key = fact.text.strip()
-        if not key or key in seen:
+        if not key or shape(fact) in seen:
             continue
+        siblings = by_message.setdefault(fact.message_id, [])
+        if any(key in chosen[other].text for other in siblings):
+            continue
+        inside = [other for other in siblings if chosen[other].text.strip() in key]
+        refund = sum(len(chosen[other].text.strip()) + 12 for other in inside)
         cost = len(key) + 12
-        if used + cost > budget_chars:
+        if used - refund + cost > budget_chars:
             continue
-        seen.add(key)
-        chosen.append(fact)
+        for other in inside:
+            siblings.remove(other)
+            del chosen[other]
+        used -= refund
+        seen.add(shape(fact))
+        chosen[order] = fact
+        siblings.append(order)
         used += cost
-    chosen.sort(key=lambda f: (f.position, -f.score))
-    return chosen
+    return sorted(chosen.values(), key=lambda f: (f.position, -f.score))

@@ -106,11 +106,21 @@ def _paths(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
             out.append(("branch", value))
 
 
+#: a path segment that is a content hash (``.git/objects/ab/<38 hex>``, cache entries)
+_DIGEST_SEGMENT = re.compile(r"[0-9a-f]{20,}(?:\.\w+)?")
+#: device files every tool prints, never what the work is about
+_DEVICE_PATHS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
+#: a line of a file listing (``  12→code``, ``12\tcode``): code, not an error that happened
+_LISTING_LINE = re.compile(r"\s*\d+(?:→|\t)")
+
+
 def _is_path(value: str) -> bool:
-    if len(value) < 3 or len(value) > MAX_VALUE_CHARS:
+    if len(value) < 3 or len(value) > MAX_VALUE_CHARS or value in _DEVICE_PATHS:
         return False
     segments = [s for s in value.split("/") if s]
     if not segments or all(s.replace(".", "").isdigit() for s in segments):
+        return False
+    if _DIGEST_SEGMENT.fullmatch(segments[-1]):  # content-addressed storage, not a file of the work
         return False
     if not any(c.isalpha() for c in value):
         return False
@@ -193,7 +203,10 @@ def _errors(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
             starts.add(text.rfind("\n", 0, match.start()) + 1)
     for start in sorted(starts):
         end = text.find("\n", start)
-        line = clean_error_line(text[start : end if end >= 0 else len(text)])
+        raw = text[start : end if end >= 0 else len(text)]
+        if _LISTING_LINE.match(raw):  # a file's code that mentions an error, not one that happened
+            continue
+        line = clean_error_line(raw)
         if len(line) >= 8:
             out.append(("error", line))
 

@@ -6,7 +6,9 @@ Applied to every non-system message before the protected tail:
   the most recent copy - which may sit in the tail; older copies become
   ``[tool result compacted: identical to message id N]``;
 * tool results longer than ``prune_min_chars`` become one line naming the
-  tool, its arguments in short and the recovery pointer;
+  tool, its arguments in short and the recovery pointer (in the head, which
+  stays in the view and is never summarized, also what the result said: its
+  outcome line, :func:`.facts.tool_outcome`);
 * tool-call arguments longer than ``max_tool_args_chars`` keep their JSON
   keys, with long string values cut and a pointer appended.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 from hermes_hookspecs import CompressionSettings, Message, ToolCall, ToolFunction
 
+from .facts import tool_outcome
 from .items import Item, recovery_pointer
 
 SHORT_ARGS_CHARS = 100
@@ -83,12 +86,15 @@ def tool_calls_by_id(items: Sequence[Item]) -> dict[int, ToolFunction]:
     return found
 
 
-def placeholder(function: ToolFunction | None, chars: int, message_id: int | None) -> str:
-    """The one-line stand-in for a pruned tool result."""
+def placeholder(
+    function: ToolFunction | None, chars: int, message_id: int | None, outcome: str = ""
+) -> str:
+    """The one-line stand-in for a pruned tool result (with what it said, when given)."""
     call = f"{function.name}({short_args(function.arguments)})" if function else "a tool call"
     pointer = recovery_pointer(message_id)
     where = f"; open it with {pointer}" if pointer else ""
-    return f"[tool result compacted: {call} returned {chars:,} chars{where}]"
+    said = f": {outcome}" if outcome else ""
+    return f"[tool result compacted: {call} returned {chars:,} chars{said}{where}]"
 
 
 def _cut_value(value: Any, limit: int) -> Any:
@@ -170,7 +176,13 @@ def prune(
                     content = "[tool result compacted: identical to a later result]"
                 new = message.model_copy(update={"content": content})
             elif len(text) > settings.prune_min_chars:
-                content = placeholder(functions.get(index), len(text), item.recovery_id)
+                # a placeholder that stays in the view (the head) says what the result was:
+                # the head is never summarized, so nothing else keeps it
+                outcome = ""
+                if index < exact_until:
+                    notes = item.stored.annotations if item.stored is not None else None
+                    outcome = tool_outcome(message, notes)
+                content = placeholder(functions.get(index), len(text), item.recovery_id, outcome)
                 new = message.model_copy(update={"content": content})
         elif message.role == "assistant" and message.tool_calls:
             limit = settings.max_tool_args_chars
@@ -213,6 +225,26 @@ def excerpt(text: str, keep_chars: int, message_id: int | None) -> str:
     return f"{text[:half]}\n[... {cut:,} chars cut to fit the context{where} ...]\n{text[-half:]}"
 
 
+def fit_share(limit: int) -> int:
+    """The tokens :func:`fit_tail` cuts a tool output to when the view is over ``limit``."""
+    return max(256, limit // 8)
+
+
+def fitted_tokens(items: Sequence[Item], limit: int) -> int:
+    """The least :func:`fit_tail` can bring ``items`` to: every long tool output cut to its share.
+
+    What the tail really claims of the view: when the view would be over
+    ``limit``, its largest tool outputs are cut to excerpts first.
+    """
+    per_message = fit_share(limit)
+    return sum(
+        min(item.tokens, per_message)
+        if item.message.role == "tool" and item.message.kind == "message"
+        else item.tokens
+        for item in items
+    )
+
+
 def fit_tail(
     items: list[Item],
     start: int,
@@ -229,7 +261,7 @@ def fit_tail(
     total = sum(item.tokens for item in items)
     if total <= limit:
         return 0
-    per_message = max(256, limit // 8)
+    per_message = fit_share(limit)
     candidates = sorted(
         (
             i

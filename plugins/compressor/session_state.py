@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_hookspecs import CompressionSettings, EngineStatus
+from hermes_hookspecs import EngineStatus
+
+from .settings import CompressorSettings
 
 
 @dataclass
@@ -42,7 +44,7 @@ class SessionState:
     def in_cooldown(self, now: float) -> bool:
         return self.cooldown_until is not None and now < self.cooldown_until
 
-    def record_summary_failure(self, now: float, settings: CompressionSettings) -> float:
+    def record_summary_failure(self, now: float, settings: CompressorSettings) -> float:
         """Count a failed summary and start the (growing) cooldown; returns its length."""
         self.failures += 1
         self.consecutive_failures += 1
@@ -55,7 +57,7 @@ class SessionState:
         self.consecutive_failures = 0
         self.cooldown_until = None
 
-    def record_effect(self, before: int, after: int, settings: CompressionSettings) -> bool:
+    def record_effect(self, before: int, after: int, settings: CompressorSettings) -> bool:
         """Update the breaker with one compression's savings; returns True when effective."""
         saved = (before - after) / before if before > 0 else 0.0
         effective = after < before and saved >= settings.min_savings_ratio

@@ -30,11 +30,12 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from hermes_core.config import MemorySettings
 from hermes_hookspecs import MemoryProvider, MemoryProviderError, MemorySession
+from hermes_hookspecs.settings import MemorySettings
 
 from .entries import DELIMITER, EntryError, clean_entry, entries_size, parse_entries, render_entries
 from .files import FolderLock, atomic_write, read_text
+from .settings import BuiltinMemorySettings
 from .tool import TOOL_NAME, memory_tool_schema, parse_tool_call
 
 Target = Literal["memory", "user"]
@@ -57,13 +58,16 @@ class MemoryWriteRefused(MemoryProviderError):
 class BuiltinMemoryProvider(MemoryProvider):
     """``MEMORY.md`` / ``USER.md`` memory with a frozen per-session prompt snapshot.
 
-    :param settings: the ``[memory]`` settings (home folder and caps).
+    :param settings: the core's ``[memory]`` settings (the home folder).
+    :param limits: the provider's own keys of ``[memory]`` (the caps; defaults when omitted).
     """
 
     name = "builtin"
 
-    def __init__(self, settings: MemorySettings) -> None:
-        self._settings = settings
+    def __init__(
+        self, settings: MemorySettings, limits: BuiltinMemorySettings | None = None
+    ) -> None:
+        self._settings = limits or BuiltinMemorySettings()
         self._home = settings.home_path()
         self._lock = FolderLock(self._home)
         self._snapshots: dict[str, str | None] = {}

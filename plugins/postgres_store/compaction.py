@@ -1,37 +1,39 @@
-"""``archive_and_compact`` in one transaction: in place, or rotated into a child session."""
+"""``archive_and_compact`` on PostgreSQL: execute the store kit's plan in one transaction.
+
+The plan (what is inserted where, which rows move, the rotation's child) is
+:func:`hermes_core.storekit.plan_compaction`'s; this module writes it.
+"""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
     END_ONCE_SQL,
-    check_new_session,
-    check_tool_pairing,
-    no_known_calls,
-    pairing_rows,
+    CompactionRequest,
+    duplicate_session,
+    plan_compaction,
     require_blobs,
 )
-from hermes_hookspecs.errors import StoreError, ValidationError
 from hermes_hookspecs.records import (
     CompactionCommit,
     CompactionEvent,
     ContinuationUpdate,
     LeaseGrant,
-    NewMessage,
     NewSession,
     StoredMessage,
 )
 
 from . import leases
 from .rows import MESSAGE_COLUMNS, encode_json, message_from_row
-from .writes import insert_messages, lock_session, origin_roots
+from .writes import insert_messages, lock_session_record, origin_roots
 
 if TYPE_CHECKING:
     import psycopg
 
 NOW = "extract(epoch FROM clock_timestamp())::float8"
+#: the position a new session's first message takes (the schema's default ``next_position``)
+FIRST_POSITION = 0
 
 
 def _late_rows(
@@ -45,13 +47,7 @@ def _late_rows(
     return [message_from_row(row) for row in rows]
 
 
-def _record_event(conn: psycopg.Connection[Any], event: CompactionEvent, allowed: set[str]) -> None:
-    if not isinstance(event, CompactionEvent):
-        raise ValidationError(f"event must be a CompactionEvent, got {type(event).__name__}")
-    if event.session_id not in allowed:
-        raise ValidationError(
-            f"event.session_id = {event.session_id!r}; expected one of {sorted(allowed)}"
-        )
+def _record_event(conn: psycopg.Connection[Any], event: CompactionEvent) -> None:
     conn.execute(
         "INSERT INTO compaction_events (session_id, engine, backend, tokens_before, "
         "tokens_after, summarizer, fallback, detail, created_at) "
@@ -91,66 +87,50 @@ def _apply_update(
 
 def _create_child(
     conn: psycopg.Connection[Any],
-    parent_id: str,
-    child: NewSession | None,
+    child: NewSession,
+    hashes: tuple[str | None, str | None],
     compression_count: int,
     next_position: int,
-) -> str:
-    spec = check_new_session(child) if child is not None else NewSession()
-    if spec.parent_id not in (None, parent_id):
-        raise ValidationError(
-            f"child.parent_id = {spec.parent_id!r}; a rotated child's parent is {parent_id!r}"
-        )
-    child_id = spec.id or uuid.uuid4().hex
+) -> None:
+    """Insert the planned child session (its fields already inherited by the plan)."""
     row = conn.execute(
         "INSERT INTO sessions (id, title, cwd, goal, routing, model, provider, parent_id, "
         "created_at, updated_at, system_prompt_hash, tools_hash, compression_count, "
-        "next_position) "
-        "SELECT %s, coalesce(nullif(%s, ''), p.title), coalesce(nullif(%s, ''), p.cwd), "
-        "coalesce(nullif(%s, ''), p.goal), "
-        "CASE WHEN %s::jsonb = '{}'::jsonb THEN p.routing ELSE %s::jsonb END, "
-        "coalesce(nullif(%s, ''), p.model), coalesce(nullif(%s, ''), p.provider), p.id, "
-        f"{NOW}, {NOW}, p.system_prompt_hash, p.tools_hash, %s, %s "
-        "FROM sessions p WHERE p.id = %s "
-        "ON CONFLICT (id) DO NOTHING RETURNING id",
+        f"next_position) VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, {NOW}, {NOW}, "
+        "%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
         (
-            child_id,
-            spec.title,
-            spec.cwd,
-            spec.goal,
-            encode_json(spec.routing, "child.routing"),
-            encode_json(spec.routing, "child.routing"),
-            spec.model,
-            spec.provider,
+            child.id,
+            child.title,
+            child.cwd,
+            child.goal,
+            encode_json(child.routing, "child.routing"),
+            child.model,
+            child.provider,
+            child.parent_id,
+            *hashes,
             compression_count,
             next_position,
-            parent_id,
         ),
     ).fetchone()
     if row is None:
-        raise StoreError(f"cannot rotate into child session {child_id!r}: that id already exists")
-    conn.execute("INSERT INTO leases (session_id) VALUES (%s)", (child_id,))
-    return child_id
+        assert child.id is not None
+        raise duplicate_session(child.id)
+    conn.execute("INSERT INTO leases (session_id) VALUES (%s)", (child.id,))
 
 
 def archive_and_compact(
     conn: psycopg.Connection[Any],
     session_id: str,
-    new_active: list[NewMessage],
+    request: CompactionRequest,
     *,
-    watermark: int,
     lease: LeaseGrant | None,
-    in_place: bool,
-    child: NewSession | None,
-    event: CompactionEvent | None,
     cap: int,
-    update: ContinuationUpdate | None = None,
 ) -> CompactionCommit:
     """Run inside the caller's transaction (see :meth:`SessionStore.archive_and_compact`)."""
-    next_position, count = lock_session(conn, session_id, "compact")
+    next_position, parent = lock_session_record(conn, session_id, "compact")
     leases.fence(conn, session_id, lease)
     require_blobs(
-        update,
+        request.update,
         lambda digest, kind: (
             conn.execute(
                 "SELECT 1 FROM blobs WHERE digest = %s AND kind = %s", (digest, kind)
@@ -158,86 +138,57 @@ def archive_and_compact(
             is not None
         ),
     )
-    check_tool_pairing(pairing_rows(new_active), no_known_calls, "new_active")
-    late = _late_rows(conn, session_id, watermark)
-    if late:
-        check_tool_pairing(
-            pairing_rows([*new_active, *(NewMessage.carried_from(row) for row in late)]),
-            no_known_calls,
-            "active view after compaction (new_active + rows after the watermark)",
-        )
-    roots = origin_roots(conn, new_active, "new_active")
+    late = _late_rows(conn, session_id, request.watermark)
+    plan = plan_compaction(parent, next_position, request, late, first_position=FIRST_POSITION)
+    roots = origin_roots(conn, plan.inserts, "new_active")
     archived = conn.execute(
         "UPDATE messages SET active = false, compacted = true "
         "WHERE session_id = %s AND active AND id <= %s",
-        (session_id, watermark),
+        (session_id, request.watermark),
     ).rowcount
-
-    if in_place:
-        inserted = insert_messages(
-            conn,
-            session_id,
-            new_active,
-            start_position=next_position,
-            roots=roots,
-            cap=cap,
-            what="new_active",
-        )
-        base = next_position + len(new_active)
-        if late:
+    if plan.in_place:
+        if plan.moves:
             conn.execute(
                 "UPDATE messages m SET position = v.pos "
                 "FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, pos) WHERE m.id = v.id",
-                ([row.id for row in late], [base + i for i in range(len(late))]),
+                ([mid for mid, _ in plan.moves], [pos for _, pos in plan.moves]),
             )
         conn.execute(
             f"UPDATE sessions SET next_position = %s, compression_count = %s, updated_at = {NOW} "
             "WHERE id = %s",
-            (base + len(late), count + 1, session_id),
+            (plan.next_position, plan.compression_count, session_id),
         )
-        if event is not None:
-            _record_event(conn, event, {session_id})
-        _apply_update(conn, session_id, update)
-        return CompactionCommit(
-            session_id=session_id,
-            archived=archived,
-            inserted=len(inserted),
-            carried_after_watermark=len(late),
-            active_ids=[row[0] for row in inserted] + [row.id for row in late],
-        )
-
-    # rotation: the parent keeps every row (now inactive) and ends; the child gets the view
-    if late:
+    else:
+        assert plan.child is not None
+        if plan.retire:
+            conn.execute(
+                "UPDATE messages SET active = false, compacted = true WHERE id = ANY(%s::bigint[])",
+                (plan.retire,),
+            )
+        # the parent ends before the child is created, so the child (the live session) is the
+        # more recently updated of the two and lists first, as in every store
         conn.execute(
-            "UPDATE messages SET active = false, compacted = true WHERE id = ANY(%s::bigint[])",
-            ([row.id for row in late],),
+            f"UPDATE sessions SET end_reason = 'compression', ended_at = {NOW}, "
+            f"updated_at = {NOW} WHERE id = %s AND {END_ONCE_SQL}",
+            (session_id,),
         )
-    carried = [NewMessage.carried_from(row) for row in late]
-    child_rows = [*new_active, *carried]
-    child_id = _create_child(conn, session_id, child, count + 1, len(child_rows))
-    child_roots = roots + origin_roots(conn, carried, "carried")
+        _create_child(
+            conn,
+            plan.child,
+            (plan.child_system_prompt_hash, plan.child_tools_hash),
+            plan.compression_count,
+            plan.next_position,
+        )
     inserted = insert_messages(
         conn,
-        child_id,
-        child_rows,
-        start_position=0,
-        roots=child_roots,
+        plan.continuing_id,
+        plan.inserts,
+        start_position=plan.first_position,
+        roots=roots,
         cap=cap,
         what="new_active",
     )
-    conn.execute(
-        f"UPDATE sessions SET end_reason = 'compression', ended_at = {NOW}, updated_at = {NOW} "
-        f"WHERE id = %s AND {END_ONCE_SQL}",
-        (session_id,),
-    )
-    if event is not None:
-        _record_event(conn, event, {session_id, child_id})
-    _apply_update(conn, child_id, update)
-    return CompactionCommit(
-        session_id=session_id,
-        archived=archived,
-        inserted=len(new_active),
-        carried_after_watermark=len(late),
-        child_session_id=child_id,
-        active_ids=[row[0] for row in inserted],
-    )
+    if plan.event is not None:
+        _record_event(conn, plan.event)
+    _apply_update(conn, plan.continuing_id, plan.update)
+    return plan.commit(archived, [row[0] for row in inserted])

@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_core.storekit import holder_is_dead
-from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, ValidationError
+from hermes_core.storekit import LeaseState, check_fence
+from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError
 from hermes_hookspecs.records import LeaseGrant, LeaseHolder
 
 from .writes import check_open
@@ -63,14 +63,20 @@ class LeaseRow:
         return cls(session_id, token, holder, released, acquired, expires, float(remaining))
 
     @property
-    def live(self) -> bool:
-        """Not released, not expired, holder not provably dead."""
-        return (
-            not self.released
-            and self.holder is not None
-            and self.remaining > 0
-            and not holder_is_dead(self.holder)
+    def state(self) -> LeaseState:
+        """The row as the store kit's lease rules see it (expiry by the database clock)."""
+        return LeaseState(
+            token=self.token,
+            holder=self.holder,
+            released=self.released,
+            remaining=self.remaining,
+            clock="database clock",
         )
+
+    @property
+    def live(self) -> bool:
+        """Not released, not expired, holder not provably dead (the store kit's rule)."""
+        return self.state.live
 
     def grant(self) -> LeaseGrant:
         assert self.holder is not None and self.expires_at is not None
@@ -83,16 +89,7 @@ class LeaseRow:
         )
 
     def describe(self) -> str:
-        if self.holder is None:
-            return "never granted"
-        h = self.holder
-        if self.released:
-            state = "released"
-        elif self.remaining <= 0:
-            state = f"expired {-self.remaining:.3f}s ago"
-        else:
-            state = f"{self.remaining:.3f}s left"
-        return f"held by {h.name!r} (pid {h.pid} on {h.host}), token {self.token}, {state}"
+        return self.state.describe()
 
 
 def load(conn: psycopg.Connection[Any], session_id: str, lock: str = "") -> LeaseRow:
@@ -104,34 +101,15 @@ def load(conn: psycopg.Connection[Any], session_id: str, lock: str = "") -> Leas
 
 
 def fence(conn: psycopg.Connection[Any], session_id: str, lease: LeaseGrant | None) -> None:
-    """Inside a write transaction: allow the write or raise.
+    """Inside a write transaction: allow the write or raise (:func:`storekit.check_fence`).
+
+    The lease row is locked ``FOR SHARE`` so a takeover cannot commit between
+    this check and the write's commit.
 
     :raises LeaseLost: ``lease`` is not the session's current, unexpired grant.
     :raises LeaseBusy: no lease given while another holder's lease is live.
     """
-    if lease is not None and not isinstance(lease, LeaseGrant):
-        raise ValidationError(f"lease must be a LeaseGrant or None, got {type(lease).__name__}")
-    row = load(conn, session_id, "SHARE")
-    if lease is None:
-        if row.live:
-            raise LeaseBusy(
-                f"session {session_id!r} is leased ({row.describe()}); write with that lease"
-            )
-        return
-    if lease.session_id != session_id:
-        raise LeaseLost(f"lease is for session {lease.session_id!r}, not {session_id!r}")
-    if row.token != lease.token:
-        raise LeaseLost(
-            f"lease token {lease.token} on session {session_id!r} was superseded "
-            f"(now {row.describe()})"
-        )
-    if row.released:
-        raise LeaseLost(f"lease token {lease.token} on session {session_id!r} was released")
-    if row.remaining <= 0:
-        raise LeaseLost(
-            f"lease token {lease.token} on session {session_id!r} expired "
-            f"{-row.remaining:.3f}s ago (database clock)"
-        )
+    check_fence(session_id, lease, load(conn, session_id, "SHARE").state)
 
 
 def try_grant(

@@ -26,6 +26,7 @@ from hermes_core.storekit import (
 from hermes_core.storekit import (
     event_from_row as event_from_row,
 )
+from hermes_core.storekit import json_text
 from hermes_core.storekit import (
     prefix_from_row as prefix_from_row,
 )
@@ -86,13 +87,9 @@ def _no_nul(value: str | None, field: str) -> str | None:
 
 
 def encode_json(value: Any, field: str) -> str:
-    """JSON text for a column; refuses values that cannot be encoded as UTF-8."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValidationError(f"{field} is not valid Unicode text ({exc.reason})") from None
-    return text
+    """JSON text for a column (:func:`hermes_core.storekit.json_text`: refuses what cannot be
+    encoded, and text that is not valid UTF-8)."""
+    return json_text(value, field)
 
 
 def search_body(message: Message, cap: int) -> str:

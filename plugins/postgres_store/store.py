@@ -11,25 +11,33 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
-    END_ONCE_SQL,
     ROTATION_END_REASON,
     SUCCESSOR_SQL,
     check_blob_kind,
-    check_continuation,
+    check_blob_text,
+    check_compaction,
     check_count,
+    check_end_reason,
+    check_grant,
+    check_holder,
+    check_lease,
+    check_message_id,
+    check_message_ids,
     check_new_session,
+    check_record,
     check_search_scope,
+    check_session_id,
     check_timeout,
     check_tool_pairing,
     check_ttl,
     check_update_fields,
     coerce_messages,
+    missing_messages,
     pairing_rows,
 )
 from hermes_hookspecs.errors import (
@@ -55,7 +63,7 @@ from hermes_hookspecs.records import (
 )
 from hermes_hookspecs.store import BlobKind, SessionStore
 
-from . import compaction, leases, search
+from . import compaction, leases, ledgers, search, sessions
 from .connection import (
     check_schema_name,
     connect_once,
@@ -66,16 +74,10 @@ from .connection import (
 )
 from .migrations import ensure_trigram, migrate
 from .rows import (
-    EVENT_COLUMNS,
     MESSAGE_COLUMNS,
-    PREFIX_COLUMNS,
     SESSION_COLUMNS,
-    encode_json,
-    event_from_row,
     message_from_row,
-    prefix_from_row,
     session_from_row,
-    usage_from_row,
 )
 from .writes import insert_messages, known_calls, lock_session, origin_roots
 
@@ -199,36 +201,11 @@ class PostgresSessionStore(SessionStore):
     # -- sessions ---------------------------------------------------------------
     def create_session(self, new: NewSession) -> SessionRecord:
         new = check_new_session(new)
-        sid = new.id or uuid.uuid4().hex
-        routing = encode_json(new.routing, "routing")
         with self._tx() as conn:
-            if new.parent_id is not None:
-                parent = conn.execute(
-                    "SELECT 1 FROM sessions WHERE id = %s", (new.parent_id,)
-                ).fetchone()
-                if parent is None:
-                    raise NotFoundError(f"parent session {new.parent_id!r} not found")
-            row = conn.execute(
-                "INSERT INTO sessions (id, title, cwd, goal, routing, model, provider, parent_id, "
-                f"created_at, updated_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, {NOW}, "
-                f"{NOW}) ON CONFLICT (id) DO NOTHING RETURNING {SESSION_COLUMNS}",
-                (
-                    sid,
-                    new.title,
-                    new.cwd,
-                    new.goal,
-                    routing,
-                    new.model,
-                    new.provider,
-                    new.parent_id,
-                ),
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"session {sid!r} already exists")
-            conn.execute("INSERT INTO leases (session_id) VALUES (%s)", (sid,))
-        return session_from_row(row)
+            return sessions.insert(conn, new)
 
     def get_session(self, session_id: str) -> SessionRecord:
+        check_session_id(session_id)
         with self._conn() as conn:
             row = conn.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
@@ -249,6 +226,7 @@ class PostgresSessionStore(SessionStore):
         return [session_from_row(row) for row in rows]
 
     def continued_as(self, session_id: str) -> str | None:
+        check_session_id(session_id)
         record = self.get_session(session_id)
         if record.end_reason != ROTATION_END_REASON:
             return None
@@ -257,56 +235,21 @@ class PostgresSessionStore(SessionStore):
         return str(child[0]) if child else None
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
-        from psycopg import sql
-
+        check_session_id(session_id)
         check_update_fields(fields)
-        if not fields:
-            return self.get_session(session_id)
-        sets: list[sql.Composable] = []
-        values: list[Any] = []
-        for key, value in fields.items():
-            if key == "routing":
-                sets.append(sql.SQL("routing = %s::jsonb"))
-                values.append(encode_json(value, "routing"))
-            else:
-                sets.append(sql.SQL("{} = %s").format(sql.Identifier(key)))
-                values.append(value)
-        sets.append(sql.SQL(f"updated_at = {NOW}"))
-        query = sql.SQL("UPDATE sessions SET {} WHERE id = %s RETURNING {}").format(
-            sql.SQL(", ").join(sets), sql.SQL(SESSION_COLUMNS)
-        )
         with self._tx() as conn:
-            row = conn.execute(query, [*values, session_id]).fetchone()
-        if row is None:
-            raise NotFoundError(f"session {session_id!r} not found")
-        return session_from_row(row)
+            return sessions.update(conn, session_id, fields)
 
     def end_session(self, session_id: str, reason: str) -> SessionRecord:
-        if not isinstance(reason, str) or not reason or "\x00" in reason:
-            raise ValidationError(f"end reason must be a non-empty string, got {reason!r}")
+        check_session_id(session_id)
+        check_end_reason(reason)
         with self._tx() as conn:
-            row = conn.execute(
-                f"UPDATE sessions SET end_reason = %s, ended_at = {NOW}, updated_at = {NOW} "
-                f"WHERE id = %s AND {END_ONCE_SQL} RETURNING {SESSION_COLUMNS}",
-                (reason, session_id),
-            ).fetchone()
-            if row is None:  # ended before (the first end wins), or no such session
-                row = conn.execute(
-                    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
-                ).fetchone()
-        if row is None:
-            raise NotFoundError(f"session {session_id!r} not found")
-        return session_from_row(row)
+            return sessions.end(conn, session_id, reason)
 
     # -- blobs ------------------------------------------------------------------
     def put_blob(self, kind: BlobKind, text: str) -> str:
         check_blob_kind(kind)
-        if not isinstance(text, str):
-            raise ValidationError(f"blob text must be a str, got {type(text).__name__}")
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValidationError(f"blob text is not valid Unicode ({exc.reason})") from None
+        data = check_blob_text(text)
         digest = hashlib.sha256(data).hexdigest()
         with self._tx() as conn:
             conn.execute(
@@ -331,7 +274,9 @@ class PostgresSessionStore(SessionStore):
         *,
         lease: LeaseGrant | None = None,
     ) -> list[StoredMessage]:
+        check_session_id(session_id)
         batch = coerce_messages(messages, "messages")
+        check_lease(lease)
         with self._tx() as conn:
             next_position, _ = lock_session(conn, session_id, "append messages to")
             leases.fence(conn, session_id, lease)
@@ -386,16 +331,15 @@ class PostgresSessionStore(SessionStore):
         return [message_from_row(row) for row in rows]
 
     def active_messages(self, session_id: str) -> list[StoredMessage]:
+        check_session_id(session_id)
         return self._session_rows("session_id = %s AND active", (session_id,), "position")
 
     def all_messages(self, session_id: str) -> list[StoredMessage]:
+        check_session_id(session_id)
         return self._session_rows("session_id = %s", (session_id,), "id")
 
     def get_messages(self, message_ids: list[int]) -> list[StoredMessage]:
-        ids = list(message_ids)
-        for value in ids:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValidationError(f"message ids must be integers, got {value!r}")
+        ids = check_message_ids(message_ids)
         if not ids:
             return []
         with self._conn() as conn:
@@ -404,14 +348,15 @@ class PostgresSessionStore(SessionStore):
                 (sorted(set(ids)),),
             ).fetchall()
         found = {row[0]: message_from_row(row) for row in rows}
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise NotFoundError(f"no stored message with id(s) {missing}")
+        missing = missing_messages(ids, found)
+        if missing is not None:
+            raise missing
         return [found[i] for i in ids]
 
     def message_context(
         self, message_id: int, before: int = 2, after: int = 2
     ) -> list[StoredMessage]:
+        check_message_id(message_id)
         check_count(before, "before")
         check_count(after, "after")
         with self._conn() as conn:
@@ -441,21 +386,19 @@ class PostgresSessionStore(SessionStore):
         event: CompactionEvent | None = None,
         update: ContinuationUpdate | None = None,
     ) -> CompactionCommit:
-        batch = coerce_messages(new_active, "new_active")
-        check_count(watermark, "watermark")
-        update = check_continuation(update)
+        check_session_id(session_id)
+        request = check_compaction(
+            new_active,
+            watermark=watermark,
+            in_place=in_place,
+            child=child,
+            event=event,
+            update=update,
+        )
+        check_lease(lease)
         with self._tx() as conn:
             return compaction.archive_and_compact(
-                conn,
-                session_id,
-                batch,
-                watermark=watermark,
-                lease=lease,
-                in_place=bool(in_place),
-                child=child,
-                event=event,
-                cap=self.fts_index_cap,
-                update=update,
+                conn, session_id, request, lease=lease, cap=self.fts_index_cap
             )
 
     # -- search -----------------------------------------------------------------
@@ -483,75 +426,29 @@ class PostgresSessionStore(SessionStore):
 
     # -- usage, prefix ledger, compaction events --------------------------------
     def record_usage(self, record: UsageRecord) -> None:
-        u = record.usage
+        checked = check_record(record, UsageRecord, "record_usage: record")
         with self._tx() as conn:
-            done = conn.execute(
-                "INSERT INTO usage_records (session_id, turn_id, input_tokens, output_tokens, "
-                "cache_read_tokens, cache_write_tokens, reasoning_tokens, model, created_at) "
-                f"SELECT id, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}) "
-                "FROM sessions WHERE id = %s RETURNING 1",
-                (
-                    record.turn_id,
-                    u.input_tokens,
-                    u.output_tokens,
-                    u.cache_read_tokens,
-                    u.cache_write_tokens,
-                    u.reasoning_tokens,
-                    u.model,
-                    record.created_at,
-                    record.session_id,
-                ),
-            ).fetchone()
-        if done is None:
-            raise NotFoundError(f"session {record.session_id!r} not found")
+            ledgers.record_usage(conn, checked)
 
     def usage(self, session_id: str) -> list[UsageRecord]:
+        check_session_id(session_id)
         with self._conn() as conn:
-            rows = conn.execute(
-                "SELECT session_id, turn_id, input_tokens, output_tokens, cache_read_tokens, "
-                "cache_write_tokens, reasoning_tokens, model, created_at FROM usage_records "
-                "WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            ).fetchall()
-        return [usage_from_row(row) for row in rows]
+            return ledgers.usage(conn, session_id)
 
     def record_prefix(self, entry: PrefixEntry) -> None:
+        checked = check_record(entry, PrefixEntry, "record_prefix: entry")
         with self._tx() as conn:
-            done = conn.execute(
-                f"INSERT INTO prefix_ledger ({PREFIX_COLUMNS}) "
-                f"SELECT id, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, {NOW}) "
-                "FROM sessions WHERE id = %s RETURNING 1",
-                (
-                    entry.request_index,
-                    entry.request_hash,
-                    entry.request_tokens,
-                    entry.shared_prefix_hash,
-                    entry.shared_prefix_tokens,
-                    entry.previous_tokens,
-                    entry.break_reason,
-                    entry.provider_cached_tokens,
-                    entry.created_at,
-                    entry.session_id,
-                ),
-            ).fetchone()
-        if done is None:
-            raise NotFoundError(f"session {entry.session_id!r} not found")
+            ledgers.record_prefix(conn, checked)
 
     def prefix_entries(self, session_id: str) -> list[PrefixEntry]:
+        check_session_id(session_id)
         with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {PREFIX_COLUMNS} FROM prefix_ledger WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            ).fetchall()
-        return [prefix_from_row(row) for row in rows]
+            return ledgers.prefix_entries(conn, session_id)
 
     def compaction_events(self, session_id: str) -> list[CompactionEvent]:
+        check_session_id(session_id)
         with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {EVENT_COLUMNS} FROM compaction_events WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            ).fetchall()
-        return [event_from_row(row) for row in rows]
+            return ledgers.compaction_events(conn, session_id)
 
     # -- turn leases --------------------------------------------------------------
     def acquire_lease(
@@ -562,8 +459,8 @@ class PostgresSessionStore(SessionStore):
         *,
         timeout: float | None = None,
     ) -> LeaseGrant:
-        if not isinstance(holder, LeaseHolder):
-            raise ValidationError(f"holder must be a LeaseHolder, got {type(holder).__name__}")
+        check_session_id(session_id)
+        holder = check_holder(holder)
         ttl = check_ttl(ttl)
         wait = check_timeout(timeout)
         with self._conn() as conn:
@@ -575,15 +472,18 @@ class PostgresSessionStore(SessionStore):
             return leases.wait_for_grant(conn, self.channel, session_id, holder, ttl, wait)
 
     def renew_lease(self, lease: LeaseGrant, ttl: float) -> LeaseGrant:
+        lease = check_grant(lease)
         ttl = check_ttl(ttl)
         with self._conn() as conn:
             return leases.renew(conn, lease, ttl)
 
     def release_lease(self, lease: LeaseGrant) -> None:
+        lease = check_grant(lease)
         with self._conn() as conn:
             leases.release(conn, self.channel, lease)
 
     def current_lease(self, session_id: str) -> LeaseGrant | None:
+        check_session_id(session_id)
         with self._conn() as conn:
             return leases.current(conn, session_id)
 

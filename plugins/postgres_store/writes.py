@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes_core.storekit import SUCCESSOR_SQL, refuse_if_rotated
-from hermes_hookspecs.errors import NotFoundError, ValidationError
-from hermes_hookspecs.records import NewMessage
+from hermes_core.storekit import (
+    SESSION_COLUMNS,
+    SUCCESSOR_SQL,
+    refuse_if_rotated,
+    session_from_row,
+)
+from hermes_core.storekit import origin_roots as resolve_roots
+from hermes_hookspecs.errors import NotFoundError
+from hermes_hookspecs.records import NewMessage, SessionRecord
 
 from .rows import message_params, search_body
 
@@ -42,6 +48,24 @@ def lock_session(
     return tuple(row[:2])
 
 
+def lock_session_record(
+    conn: psycopg.Connection[Any], session_id: str, action: str
+) -> tuple[int, SessionRecord]:
+    """Lock the session row for this transaction; ``(next_position, record)``.
+
+    :raises SessionRotated: the session was ended by a rotation (storekit's rule).
+    """
+    row = conn.execute(
+        f"SELECT next_position, {SESSION_COLUMNS} FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    record = session_from_row(row[1:])
+    check_open(conn, session_id, record.end_reason, action)
+    return int(row[0]), record
+
+
 def check_open(
     conn: psycopg.Connection[Any], session_id: str, end_reason: str | None, action: str
 ) -> None:
@@ -65,26 +89,16 @@ def known_calls(conn: psycopg.Connection[Any], session_id: str, ids: set[str]) -
 def origin_roots(
     conn: psycopg.Connection[Any], batch: list[NewMessage], what: str
 ) -> list[int | None]:
-    """The ``origin_root`` of each new message (the first row of its carried-forward chain)."""
-    wanted = sorted({new.origin_id for new in batch if new.origin_id is not None})
-    roots: dict[int, int] = {}
-    if wanted:
+    """The ``origin_root`` of each new message (:func:`hermes_core.storekit.origin_roots`)."""
+
+    def lookup(ids: list[int]) -> dict[int, int]:
         rows = conn.execute(
             "SELECT id, coalesce(origin_root, id) FROM messages WHERE id = ANY(%s::bigint[])",
-            (wanted,),
+            (ids,),
         ).fetchall()
-        roots = {int(a): int(b) for a, b in rows}
-    out: list[int | None] = []
-    for index, new in enumerate(batch):
-        if new.origin_id is None:
-            out.append(None)
-        elif new.origin_id not in roots:
-            raise ValidationError(
-                f"{what}[{index}].origin_id = {new.origin_id}: no stored message has that id"
-            )
-        else:
-            out.append(roots[new.origin_id])
-    return out
+        return {int(a): int(b) for a, b in rows}
+
+    return resolve_roots(batch, lookup, what)
 
 
 def insert_messages(

@@ -17,19 +17,39 @@ volatile    ``session_info``       900
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
-from hermes_hookspecs import Layer, PromptBlock, PromptContext, hookimpl
+from hermes_hookspecs import (
+    Layer,
+    PromptBlock,
+    PromptContext,
+    Settings,
+    SettingsSection,
+    hookimpl,
+)
 
 from .rules import find_rule_file, log, read_rule_file
+from .settings import PromptDefaultsSettings
 
-__all__ = ["find_rule_file", "read_rule_file"]
+__all__ = [
+    "PromptDefaultsSettings",
+    "find_rule_file",
+    "prompt_blocks",
+    "read_rule_file",
+    "register_settings",
+]
 
 
 @hookimpl
-def prompt_blocks(context: PromptContext, settings: Any) -> list[PromptBlock]:
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare the default blocks' keys of ``[prompt]``."""
+    register(PromptDefaultsSettings)
+
+
+@hookimpl
+def prompt_blocks(context: PromptContext, settings: Settings) -> list[PromptBlock]:
     """Contribute the default blocks of all three layers."""
-    p = settings.prompt
+    p = settings.section(PromptDefaultsSettings)
     blocks = [PromptBlock(layer=Layer.STABLE, key="identity", text=p.identity, order=100)]
     if p.tool_guidance:
         blocks.append(

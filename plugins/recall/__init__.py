@@ -19,18 +19,29 @@ takes, default 2,000), ``default_limit`` (5), ``max_limit`` (20),
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from hermes_hookspecs import AgentTool, hookimpl
+from hermes_hookspecs import AgentTool, Settings, SettingsSection, hookimpl
 
 from .settings import RecallSettings
 from .tools import SessionOpenTool, SessionSearchTool
 
-__all__ = ["RecallSettings", "SessionOpenTool", "SessionSearchTool", "register_tools"]
+__all__ = [
+    "RecallSettings",
+    "SessionOpenTool",
+    "SessionSearchTool",
+    "register_settings",
+    "register_tools",
+]
 
 
 @hookimpl
-def register_tools(register: Callable[[AgentTool], None], settings: Any) -> None:
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare ``[extensions.recall]``."""
+    register(RecallSettings)
+
+
+@hookimpl
+def register_tools(register: Callable[[AgentTool], None], settings: Settings | None) -> None:
     options = RecallSettings.from_settings(settings)
     register(SessionSearchTool(options))
     register(SessionOpenTool(options))

@@ -1,20 +1,20 @@
-"""The recall plugin's settings (``[extensions.recall]``)."""
+"""The recall plugin's settings (``[extensions.recall]``, where they have always been)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from hermes_hookspecs import ConfigError
+from hermes_hookspecs import Settings, SettingsSection
 
 SECTION = "recall"
 
 
-class RecallSettings(BaseModel):
+class RecallSettings(SettingsSection):
     """How much the recall tools return."""
 
-    model_config = ConfigDict(extra="forbid")
+    config_section: ClassVar[str] = f"extensions.{SECTION}"
 
     budget_tokens: int = Field(default=2_000, ge=200, description="Most tokens of one result.")
     default_limit: int = Field(default=5, ge=1, description="Places a search shows by default.")
@@ -25,13 +25,6 @@ class RecallSettings(BaseModel):
     )
 
     @classmethod
-    def from_settings(cls, settings: Any) -> RecallSettings:
-        options = settings.plugin_options(SECTION) if settings is not None else {}
-        try:
-            return cls.model_validate(options)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"extensions.{SECTION}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise ConfigError(f"invalid recall settings: {problems}") from None
+    def from_settings(cls, settings: Settings | None) -> RecallSettings:
+        """The validated section of ``settings`` (defaults without settings)."""
+        return settings.section(cls) if settings is not None else cls()

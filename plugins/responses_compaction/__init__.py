@@ -14,10 +14,9 @@ Provider-side compaction through the OpenAI Responses API, selected with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from hermes_core.config import Settings
-from hermes_hookspecs import CompactionBackend, hookimpl
+from hermes_hookspecs import CompactionBackend, SettingsSection, hookimpl
 
 from .backend import (
     BACKEND_NAME,
@@ -45,16 +44,23 @@ __all__ = [
     "parse_settings",
     "post_compact",
     "register_compaction_backends",
+    "register_settings",
     "window_messages",
 ]
 
 
 @hookimpl
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare ``[compaction.responses]`` (validated when the host loads the plugins)."""
+    register(ResponsesCompactionSettings)
+
+
+@hookimpl
 def register_compaction_backends(
-    register: Callable[[CompactionBackend], None], settings: Any
+    register: Callable[[CompactionBackend], None], settings: Settings | None
 ) -> None:
-    """Register the ``responses`` backend; its settings are checked when it is selected."""
+    """Register the ``responses`` backend."""
     host = settings if isinstance(settings, Settings) else Settings()
     if host.compaction.backend == BACKEND_NAME:
-        parse_settings(host.compaction.responses)  # a ConfigError names every bad key
+        host.section(ResponsesCompactionSettings)  # a ConfigError names every bad key
     register(ResponsesCompactionBackend(local_trigger=local_trigger_from(host)))

@@ -32,6 +32,7 @@ from hermes_hookspecs import (
     SessionRecord,
     StoredMessage,
 )
+from hermes_plugin_summarizer_openai.settings import OpenAISummarizerSettings
 
 from .client import post_compact
 from .errors import ResponsesCompactionError
@@ -55,9 +56,11 @@ def local_trigger_from(settings: Settings) -> LocalTrigger:
     def trigger(model: str) -> int:
         window: int | None = None
         output = 4_000
-        if settings.summarizer_name() == "openai":
-            window = settings.summarizer.openai.context_length
-            output = settings.summarizer.openai.max_output_tokens
+        openai = settings.section(OpenAISummarizerSettings)
+        chosen = settings.compression.summarizer
+        if chosen == "openai" or (not chosen and openai.base_url and openai.model):
+            window = openai.context_length
+            output = openai.max_output_tokens
         report = effective_threshold(
             settings, model=model or None, summarizer_window=window, summarizer_output=output
         )

@@ -44,21 +44,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from hermes_core.config import shown_value
-from hermes_hookspecs import ConfigError
+from hermes_hookspecs import ConfigError, SettingsSection
 
 SECTION = "compaction.responses"
 
 
-class ResponsesCompactionSettings(BaseModel):
-    """The validated ``[compaction.responses]`` table."""
+class ResponsesCompactionSettings(SettingsSection):
+    """The validated ``[compaction.responses]`` table (declared through ``register_settings``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    config_section: ClassVar[str] = SECTION
 
     base_url: str = Field(
         default="",

@@ -24,12 +24,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes_core.storekit import SUCCESSOR_SQL, check_ttl, holder_is_dead, refuse_if_rotated
-from hermes_hookspecs.errors import LeaseBusy, LeaseLost, NotFoundError, StoreError, ValidationError
+from hermes_core.storekit import LeaseState, check_fence, check_timeout, check_ttl
+from hermes_hookspecs.errors import LeaseBusy, LeaseLost, StoreError
 from hermes_hookspecs.records import LeaseGrant, LeaseHolder
 from hermes_hookspecs.store import SessionStore
 
 from .connections import Database
+from .sessions import check_open, require
 
 POLL_MIN = 0.001
 POLL_MAX = 0.010
@@ -56,21 +57,22 @@ class LeaseRow:
             acquired_at=self.acquired_at,
         )
 
-    def describe(self) -> str:
-        h = self.holder
-        return (
-            f"held by {h.name!r} (pid {h.pid} on {h.host}) with token {self.token} "
-            f"until {time.strftime('%H:%M:%S', time.localtime(self.expires_at))}"
+    def state(self, now: float) -> LeaseState:
+        """The row as the store kit's lease rules see it (expiry by this process's clock)."""
+        return LeaseState(
+            token=self.token,
+            holder=self.holder,
+            released=self.released_at is not None,
+            remaining=self.expires_at - now,
         )
+
+    def describe(self, now: float | None = None) -> str:
+        return self.state(time.time() if now is None else now).describe()
 
 
 def is_live(row: LeaseRow | None, now: float) -> bool:
-    return (
-        row is not None
-        and row.released_at is None
-        and row.expires_at > now
-        and not holder_is_dead(row.holder)
-    )
+    """The store kit's rule: not released, not expired, holder not provably dead."""
+    return row is not None and row.state(now).live
 
 
 def load(conn: sqlite3.Connection, session_id: str) -> LeaseRow | None:
@@ -90,16 +92,6 @@ def load(conn: sqlite3.Connection, session_id: str) -> LeaseRow | None:
         expires_at=expires,
         released_at=released,
     )
-
-
-def check_open(conn: sqlite3.Connection, session_id: str, action: str) -> None:
-    """Inside a transaction: the session exists and was not ended by a rotation."""
-    found = conn.execute("SELECT end_reason FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if found is None:
-        raise NotFoundError(f"session {session_id!r} not found")
-    if found[0] is not None:
-        child = conn.execute(SUCCESSOR_SQL.format(p="?"), (session_id,)).fetchone()
-        refuse_if_rotated(session_id, found[0], child[0] if child else None, action)
 
 
 def try_grant(
@@ -131,32 +123,13 @@ def try_grant(
 def fence(conn: sqlite3.Connection, session_id: str, lease: LeaseGrant | None) -> None:
     """Inside a write transaction: refuse the write unless the lease rules allow it.
 
+    The rules are :func:`hermes_core.storekit.check_fence`'s.
+
     :raises LeaseLost: ``lease`` is not the session's current live grant.
     :raises LeaseBusy: no lease given while another holder's lease is live.
     """
-    now = time.time()
     row = load(conn, session_id)
-    if lease is None:
-        if is_live(row, now):
-            assert row is not None
-            raise LeaseBusy(
-                f"session {session_id!r} is leased ({row.describe()}); write with that lease"
-            )
-        return
-    if lease.session_id != session_id:
-        raise LeaseLost(f"lease is for session {lease.session_id!r}, not {session_id!r}")
-    if row is None or row.token != lease.token:
-        current = "none" if row is None else f"token {row.token}, {row.describe()}"
-        raise LeaseLost(
-            f"lease token {lease.token} on session {session_id!r} was superseded (now {current})"
-        )
-    if row.released_at is not None:
-        raise LeaseLost(f"lease token {lease.token} on session {session_id!r} was released")
-    if row.expires_at <= now:
-        raise LeaseLost(
-            f"lease token {lease.token} on session {session_id!r} expired "
-            f"{now - row.expires_at:.3f}s ago"
-        )
+    check_fence(session_id, lease, None if row is None else row.state(time.time()))
 
 
 def renew(conn: sqlite3.Connection, lease: LeaseGrant, ttl: float) -> LeaseGrant:
@@ -187,15 +160,23 @@ def acquire(
 ) -> LeaseGrant:
     """Grant the lease now, or (with ``timeout``) wait for it, woken promptly."""
     ttl = check_ttl(ttl)
-    if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
-        raise ValidationError(f"lease timeout must be None or seconds >= 0, got {timeout!r}")
+    wait = check_timeout(timeout)
     grant, row = db.write(lambda conn: try_grant(conn, session_id, holder, ttl))
     if grant is not None:
         return grant
     assert row is not None
-    if timeout is None:
+    if wait is None:
         raise LeaseBusy(f"session {session_id!r} lease is {row.describe()}")
-    return _wait(db, session_id, holder, ttl, float(timeout), row)
+    return _wait(db, session_id, holder, ttl, wait, row)
+
+
+def current(conn: sqlite3.Connection, session_id: str) -> LeaseGrant | None:
+    """The live grant of the session, or None (NotFoundError for an unknown session)."""
+    row = load(conn, session_id)
+    if row is None:
+        require(conn, session_id)
+        return None
+    return row.grant() if is_live(row, time.time()) else None
 
 
 def _data_version(conn: sqlite3.Connection) -> int:

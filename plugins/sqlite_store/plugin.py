@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from hermes_hookspecs import SessionStore, hookimpl
+from hermes_hookspecs import SessionStore, Settings, SettingsSection, hookimpl
 
+from .settings import SqliteStoreSettings
 from .store import SqliteSessionStore
 
 
-def open_store(settings: Any) -> SessionStore:
+def open_store(settings: Settings) -> SessionStore:
     """Open the SQLite file named by ``session.path`` (default: the user data dir)."""
-    path = settings.session.sqlite_path()
+    own = settings.section(SqliteStoreSettings)
+    path = own.sqlite_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     return SqliteSessionStore(path, fts_index_cap=settings.session.fts_index_cap)
 
 
 @hookimpl
-def register_session_stores(register: Callable[[str, Callable[[Any], SessionStore]], None]) -> None:
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare the store's key of ``[session]`` (``path``)."""
+    register(SqliteStoreSettings)
+
+
+@hookimpl
+def register_session_stores(
+    register: Callable[[str, Callable[[Settings], SessionStore]], None],
+) -> None:
     """Register the embedded default store, ``sqlite``."""
     register("sqlite", open_store)

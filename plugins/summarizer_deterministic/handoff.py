@@ -21,8 +21,11 @@ the session verbatim and naming the message it came from as ``#N`` (the id
 Harness text (:attr:`Message.harness`) is never quoted as the user's words.
 Each section keeps the previous handoff's lines at slightly lower priority,
 so re-compressions update the handoff instead of restarting it. The output is
-bounded by ``max_output_tokens`` (about four characters a token, split
-between the sections by fixed shares). It never raises for content reasons,
+bounded by ``max_output_tokens`` (about four characters a token): the goal,
+files and next steps take what they need within small shares, and the facts of
+every other section share the rest in one ranking (score per character,
+:func:`hermes_plugin_compressor.facts.select_facts`), so no section's room is
+wasted while another's best facts are cut. It never raises for content reasons,
 which makes it the failure fallback.
 """
 
@@ -40,16 +43,12 @@ from hermes_hookspecs import (
 )
 from hermes_plugin_compressor.facts import WEIGHTS, extract_facts, select_facts
 
-#: share of the output budget per section (chars = tokens * 4 * share)
-SHARES = {
-    "goal": 0.05,
-    "constraints": 0.06,
-    "progress": 0.68,
-    "decisions": 0.06,
-    "files": 0.03,
-    "next_steps": 0.03,
-    "critical_context": 0.09,
-}
+#: share of the output budget the fixed parts may take (chars = tokens * 4 * share);
+#: the facts of every section share the rest in one ranking
+SHARES = {"goal": 0.05, "files": 0.03, "next_steps": 0.03}
+#: characters of section titles and the anchor note, kept free of the budget
+SECTION_OVERHEAD = 200
+_PROGRESS = {"request", "answer", "command"}
 #: the label each fact kind carries in a rendered line, and back
 LABELS = {
     "request": "user",
@@ -114,10 +113,6 @@ def _carried(previous: HandoffSummary) -> list[HandoffFact]:
     return out
 
 
-def _section(facts: Sequence[HandoffFact], kinds: set[str], budget_chars: int) -> list[HandoffFact]:
-    return select_facts([f for f in facts if f.kind in kinds], budget_chars)
-
-
 def _render(facts: Sequence[HandoffFact]) -> str:
     return "\n".join(render_fact(f) for f in facts)
 
@@ -145,29 +140,30 @@ class DeterministicSummarizer(Summarizer):
             facts = [f for f in facts if f is not first]
         if request.focus:
             goal = f"{goal}\nFocus for what follows: {request.focus}".strip()
-        pool = [*_carried(prev), *facts]
-        progress = _section(pool, {"request", "answer", "command"}, limit["progress"])
-        progress_text = _render(progress)
-        constraints = _section(pool, {"constraint"}, limit["constraints"])
-        decisions = _section(
-            [f for f in pool if f.kind == "decision" and f.text not in progress_text],
-            {"decision"},
-            limit["decisions"],
-        )
+        goal = goal[: limit["goal"] + 200]
+        files = self._files(facts, prev.files, limit["files"])
+        next_steps = self._next_steps(facts, request.focus, limit["next_steps"]) or prev.next_steps
         head = [f"- insight: {insight}" for insight in request.insights]
-        room = max(0, limit["critical_context"] - sum(len(line) + 1 for line in head))
-        errors = _section(pool, {"error"}, room)
+        # one ranking for every kind: the facts share what the fixed parts leave, so a
+        # kind with few facts leaves its room to the others instead of wasting it
+        fixed = len(goal) + len(files) + len(next_steps) + sum(len(line) + 1 for line in head)
+        room = max(0, budget - fixed - SECTION_OVERHEAD)
+        pool = [f for f in [*_carried(prev), *facts] if f.kind != "file"]
+        chosen = select_facts(pool, room)
+        progress = [f for f in chosen if f.kind in _PROGRESS]
+        constraints = [f for f in chosen if f.kind == "constraint"]
+        decisions = [f for f in chosen if f.kind == "decision"]
+        errors = [f for f in chosen if f.kind == "error"]
         summary = HandoffSummary(
-            goal=goal[: limit["goal"] + 200],
+            goal=goal,
             constraints=_render(constraints),
-            progress=f"{ANCHOR_NOTE}\n{progress_text}" if progress else "",
+            progress=f"{ANCHOR_NOTE}\n{_render(progress)}" if progress else "",
             decisions=_render(decisions),
-            files=self._files(facts, prev.files, limit["files"]),
-            next_steps=self._next_steps(facts, request.focus, limit["next_steps"])
-            or prev.next_steps,
+            files=files,
+            next_steps=next_steps,
             critical_context="\n".join([*head, _render(errors)] if errors else head),
             summarizer=self.name,
-            facts=sorted([*constraints, *progress, *decisions, *errors], key=lambda f: f.position),
+            facts=chosen,
         )
         return SummaryResult(summary=summary, summarizer=self.name)
 

@@ -7,21 +7,29 @@ the main model's endpoint); see :mod:`.summarizer`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from hermes_hookspecs import Summarizer, hookimpl
+from hermes_hookspecs import Settings, SettingsSection, Summarizer, hookimpl
 
 from .client import Endpoint
+from .settings import OpenAISummarizerSettings
 from .summarizer import OpenAISummarizer
 
-__all__ = ["Endpoint", "OpenAISummarizer", "register_summarizers"]
+__all__ = [
+    "Endpoint",
+    "OpenAISummarizer",
+    "OpenAISummarizerSettings",
+    "register_settings",
+    "register_summarizers",
+]
 
 
 @hookimpl
-def register_summarizers(register: Callable[[Summarizer], None], settings: Any) -> None:
-    """Contribute the ``openai`` summarizer configured from ``settings``."""
-    if settings is None:
-        from hermes_core.config import Settings
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare ``[summarizer.openai]``."""
+    register(OpenAISummarizerSettings)
 
-        settings = Settings()
-    register(OpenAISummarizer.from_settings(settings))
+
+@hookimpl
+def register_summarizers(register: Callable[[Summarizer], None], settings: Settings | None) -> None:
+    """Contribute the ``openai`` summarizer configured from ``settings``."""
+    register(OpenAISummarizer.from_settings(settings if settings is not None else Settings()))

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_hookspecs import (
+    Settings,
     Summarizer,
     SummarizerError,
     SummaryRequest,
@@ -32,6 +33,7 @@ from hermes_hookspecs import (
 
 from .client import NAME, Endpoint, chat_completion
 from .prompt import SYSTEM_PROMPT, parse_sections, prefix_instruction, user_prompt
+from .settings import OpenAISummarizerSettings
 
 #: failure kinds that mean "this endpoint is unavailable": worth one retry elsewhere
 UNAVAILABLE = frozenset({"network", "timeout", "server", "rate_limit", "quota", "auth", "config"})
@@ -60,9 +62,13 @@ class OpenAISummarizer(Summarizer):
         self.fallback_to_main = fallback_to_main
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OpenAISummarizer:
-        """Build from :class:`hermes_core.config.Settings` (``summarizer.openai`` and ``model``)."""
-        cfg = settings.summarizer.openai
+    def from_settings(cls, settings: Settings) -> OpenAISummarizer:
+        """Build from the host settings (``[summarizer.openai]`` and ``[model]``).
+
+        The summarizer asks to be preferred (``compression.summarizer`` empty)
+        once its own endpoint and model are configured.
+        """
+        cfg = settings.section(OpenAISummarizerSettings)
         auxiliary = None
         if cfg.base_url and cfg.model:
             auxiliary = Endpoint(
@@ -81,13 +87,15 @@ class OpenAISummarizer(Summarizer):
                 api_key_env=settings.model.api_key_env,
                 timeout=cfg.timeout,
             )
-        return cls(
+        made = cls(
             auxiliary,
             main,
             context_length=cfg.context_length,
             max_output_tokens=cfg.max_output_tokens,
             fallback_to_main=cfg.fallback_to_main,
         )
+        made.preferred = auxiliary is not None
+        return made
 
     # -- requests --------------------------------------------------------------------
     def _limit(self, request: SummaryRequest) -> int:

@@ -61,6 +61,7 @@ from .sections import (
     render_pointers,
     select_quotes,
 )
+from .settings import LeanTailSettings
 
 #: the tail's upper bound never exceeds this share of the threshold
 TAIL_SHARE = 0.28
@@ -72,25 +73,26 @@ def recovery_id(row: StoredMessage) -> int:
 
 
 #: the Identifier Index never takes more than this share of the threshold ...
-INDEX_SHARE = 1 / 60
+INDEX_SHARE = 1 / 120
 #: ... unless that is below this many tokens
 INDEX_FLOOR = 1_000
 
 
-def index_budget(settings: CompressionSettings) -> int:
+def index_budget(settings: CompressionSettings, identifier_budget_tokens: int) -> int:
     """Tokens for the Identifier Index: the configured budget, within a share of the threshold.
 
     ``min(identifier_budget_tokens, threshold / 4, max(INDEX_FLOOR, threshold * INDEX_SHARE))``.
     A larger index leaves each compression so little room under the trigger that the
-    next turns trigger it again and the breaker stops it. The share is a sixtieth: the
+    next turns trigger it again and the breaker stops it. The share is a 120th: the
     handoff's facts hold the identifiers that matter most with their context (the
-    command, the error), and measured on the recall probes a token of index recalled
-    about half what a token of facts did; the floor keeps the index useful on small
-    windows.
+    command, the error). Measured on the recall probes, an index of a sixtieth took a
+    fifth of the handoff's text and was the only holder of at most one answer per
+    session, where the facts beside it held eight to thirteen; the floor keeps the index
+    useful on small windows.
     """
     threshold = settings.threshold_tokens
     share = max(INDEX_FLOOR, int(threshold * INDEX_SHARE))
-    return min(settings.identifier_budget_tokens, threshold // 4, share)
+    return min(identifier_budget_tokens, threshold // 4, share)
 
 
 class LeanTail(TailStrategy):
@@ -98,16 +100,20 @@ class LeanTail(TailStrategy):
 
     name = "lean"
 
+    def __init__(self, settings: LeanTailSettings | None = None) -> None:
+        self.settings = settings or LeanTailSettings()
+
     def plan(self, request: TailRequest) -> TailPlan:
         settings = request.settings
+        own = self.settings
         rows = request.messages
         n = len(rows)
         if n == 0:
             return TailPlan(tail_start=0)
         messages = [row.message for row in rows]
         starts = group_starts(messages)
-        hi = max(1, min(settings.lean_tail_max_tokens, int(settings.threshold_tokens * TAIL_SHARE)))
-        lo = min(settings.lean_tail_min_tokens, hi // 2)
+        hi = max(1, min(own.lean_tail_max_tokens, int(settings.threshold_tokens * TAIL_SHARE)))
+        lo = min(own.lean_tail_min_tokens, hi // 2)
         start = suffix_within(request.token_counts, starts, hi, min_tokens=lo)
         last_summary = max((i for i, m in enumerate(messages) if m.kind == "summary"), default=-1)
         if start <= last_summary:
@@ -122,8 +128,8 @@ class LeanTail(TailStrategy):
         skip = carried if 0 <= carried < start else -1
         threshold = settings.threshold_tokens
         sections = [
-            self._quotes(evicted, skip, min(settings.user_quote_budget_tokens, threshold // 32)),
-            self._index(evicted, tail, index_budget(settings)),
+            self._quotes(evicted, skip, min(own.user_quote_budget_tokens, threshold // 32)),
+            self._index(evicted, tail, index_budget(settings, own.identifier_budget_tokens)),
             self._pointers(
                 evicted, skip, request.token_counts[:start], max(80, min(600, threshold // 160))
             ),

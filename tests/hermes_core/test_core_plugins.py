@@ -9,6 +9,7 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,8 +20,13 @@ from hermes_core.host import Hermes
 from hermes_core.plugins import PluginLoadWarning, get_plugin_manager, load_entrypoint_plugins
 from hermes_core.registry import Registry
 from hermes_hookspecs import (
+    CompressionRequest,
+    CompressionResult,
+    ContextEngine,
+    Message,
     PluginError,
     RegistrationError,
+    SelectRequest,
     Summarizer,
     SummaryRequest,
     SummaryResult,
@@ -207,3 +213,135 @@ def test_trace_prints_hook_calls(capfd: pytest.CaptureFixture[str]) -> None:
     )
     pm.hook.pre_llm_call(session=None, messages=[], user_message=None)
     assert "pre_llm_call" in capfd.readouterr().err
+
+
+# -- issue #17: one way to replace compression; hosts sharing a plugin manager -----------
+class _NamedEngine(ContextEngine):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        return CompressionResult(status="aborted", engine=self.name, reason=f"{self.name} ran")
+
+    def select_context(self, request: SelectRequest) -> list[Message] | None:
+        self.selected = request.session_id
+        return None
+
+
+class TwoEngines:
+    def __init__(self) -> None:
+        self.first, self.second = _NamedEngine("first"), _NamedEngine("second")
+
+    @hookimpl
+    def register_context_engines(self, register):  # type: ignore[no-untyped-def]
+        register(self.first)
+        register(self.second)
+
+
+def test_two_hosts_on_one_plugin_manager_compress_with_their_own_engine(tmp_path: Path) -> None:
+    from hermes_plugin_sqlite_store import plugin as sqlite_plugin
+
+    engines = TwoEngines()
+
+    def settings(name: str) -> Any:
+        return settings_from(
+            {
+                "plugins": {"autoload": False},
+                "session": {"path": str(tmp_path / f"{name}.db")},
+                "compression": {"engine": name},
+            }
+        )
+
+    pm = get_plugin_manager(
+        settings("first"),
+        load_entrypoints=False,
+        plugins=[("sqlite_store", sqlite_plugin), engines],
+    )
+    hosts = [Hermes(settings(name), pm=pm) for name in ("first", "second")]
+    try:
+        ids = []
+        for host, name in zip(hosts, ("first", "second"), strict=True):
+            session = host.new_session(cwd=str(tmp_path))
+            ids.append(session.id)
+            with session.turn() as turn:
+                turn.prepare("hello")  # select_context: the host's engine answers
+                turn.record_response({"role": "assistant", "content": "hi"})
+                turn.commit()
+            assert session.compress().reason == f"{name} ran"
+        assert (engines.first.selected, engines.second.selected) == tuple(ids)
+    finally:
+        for host in hosts:
+            host.close()
+
+
+def test_the_core_plugin_keeps_no_host() -> None:
+    from hermes_core.host import CorePlugin
+
+    assert vars(CorePlugin()) == {}
+
+
+def test_per_plugin_calls_follow_registration_changes() -> None:
+    """call_each keeps its per-plugin callers only while the implementations stay the same."""
+    from hermes_core.plugins import call_each
+
+    def schemas(name: str) -> object:
+        class Plugin:
+            @hookimpl
+            def tool_schemas(self):  # type: ignore[no-untyped-def]
+                return [{"type": "function", "function": {"name": name}}]
+
+        return Plugin()
+
+    pm = get_plugin_manager(
+        settings_from({}), load_entrypoints=False, plugins=[("a", schemas("a"))]
+    )
+    assert [owner for owner, _ in call_each(pm, "tool_schemas", context=None, settings=None)] == [
+        "a"
+    ]
+    pm.register(schemas("b"), name="b")
+    owners = [owner for owner, _ in call_each(pm, "tool_schemas", context=None, settings=None)]
+    assert sorted(owners) == ["a", "b"]
+    pm.unregister(name="a")
+    assert [owner for owner, _ in call_each(pm, "tool_schemas", context=None, settings=None)] == [
+        "b"
+    ]
+
+
+class AnswersCompress:
+    @hookimpl
+    def compress(self, request, engine):  # type: ignore[no-untyped-def]
+        return CompressionResult(status="aborted", engine="plugin", reason="plugin answered")
+
+
+def test_a_compress_hook_answers_even_when_no_engine_of_the_name_is_registered(
+    tmp_path: Path,
+) -> None:
+    from hermes_plugin_sqlite_store import plugin as sqlite_plugin
+
+    def session_of(*plugins: object) -> Any:
+        settings = settings_from(
+            {
+                "plugins": {"autoload": False},
+                "session": {"path": str(tmp_path / f"{len(plugins)}.db")},
+                "compression": {"engine": "nowhere"},
+            }
+        )
+        hermes = Hermes(settings, plugins=[("sqlite_store", sqlite_plugin), *plugins])
+        session = hermes.new_session(cwd=str(tmp_path))
+        with session.turn() as turn:
+            turn.prepare("hello")
+            turn.record_response({"role": "assistant", "content": "hi"})
+            turn.commit()
+        return hermes, session
+
+    hermes, session = session_of(AnswersCompress())
+    try:
+        assert session.compress().reason == "plugin answered"
+    finally:
+        hermes.close()
+    hermes, session = session_of()
+    try:
+        with pytest.raises(UnknownNameError, match="nowhere"):
+            session.compress()
+    finally:
+        hermes.close()

@@ -97,7 +97,7 @@ def test_canary_reaches_no_summarizer_memory_provider_or_memory_file(
     recorder = Recorder()
     with FakeOpenAIServer() as fake:
         hermes = _host(tmp_path, fake, recorder, make_host)
-        assert hermes.settings.summarizer_name() == "openai"
+        assert hermes.summarizer_name() == "openai"
         session = hermes.new_session(cwd=str(tmp_path))
         planted = canary_text()
         for i in range(10):

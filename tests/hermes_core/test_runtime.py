@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -28,6 +28,7 @@ from hermes_hookspecs import (
     NewMessage,
     PluginError,
     PromptBlock,
+    SettingsSection,
     Summarizer,
     SummaryRequest,
     SummaryResult,
@@ -39,6 +40,7 @@ from hermes_hookspecs import (
     hookimpl,
     specs,
 )
+from hermes_plugin_tail_lean.annotations import VERSION as LEAN_VERSION
 from tests.hosts import HostFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +71,12 @@ class EchoTool(AgentTool):
         return f"echo {arguments.get('text')} in {context.session_ids[0]}"
 
 
+class RecorderSettings(SettingsSection):
+    config_section: ClassVar[str] = "recorder"
+
+    label: str = "rec"
+
+
 class Recorder:
     """A plugin implementing every hook, recording the order of calls."""
 
@@ -77,6 +85,11 @@ class Recorder:
 
     def _note(self, name: str) -> None:
         self.calls.append(name)
+
+    @hookimpl
+    def register_settings(self, register):  # type: ignore[no-untyped-def]
+        self._note("register_settings")
+        register(RecorderSettings)
 
     @hookimpl
     def register_context_engines(self, register):  # type: ignore[no-untyped-def]
@@ -495,11 +508,11 @@ def test_recorded_messages_carry_the_lean_identifier_annotation(
         turn.commit()
     rows = host.store().all_messages(session.id)
     assert rows[0].annotations["lean_identifiers"] == {
-        "v": 1,
+        "v": LEAN_VERSION,
         "ref": ["#4512"],
         "path": ["/srv/app/models.py"],
     }
-    assert rows[1].annotations["lean_identifiers"] == {"v": 1, "sha": ["3f9c2ab71d"]}
+    assert rows[1].annotations["lean_identifiers"] == {"v": LEAN_VERSION, "sha": ["3f9c2ab71d"]}
 
 
 @pytest.mark.parametrize("in_place", [True, False])
@@ -709,3 +722,111 @@ def test_framework_tools_are_frozen_run_and_recorded(
     rows = host.store().active_messages(session.id)
     assert rows[0].message.harness == "recorder.wrapper"
     assert [r.message.harness for r in rows[1:]] == [None] * (len(rows) - 1)
+
+
+# -- issue #17: every hook call goes through pluggy (wrappers, tracing) -----------------
+class Wrapper:
+    """``wrapper=True`` implementations of one hook of each kind, recording what they see."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[Any]] = {}
+
+    def _see(self, name: str, result: Any) -> Any:
+        self.seen.setdefault(name, []).append(result)
+        return result
+
+    @hookimpl(wrapper=True)
+    def register_context_engines(self, register):  # type: ignore[no-untyped-def]
+        return self._see("register_context_engines", (yield))
+
+    @hookimpl(wrapper=True)
+    def register_tools(self, register):  # type: ignore[no-untyped-def]
+        return self._see("register_tools", (yield))
+
+    @hookimpl(wrapper=True)
+    def prompt_blocks(self, context, settings):  # type: ignore[no-untyped-def]
+        return self._see("prompt_blocks", (yield))
+
+    @hookimpl(wrapper=True)
+    def tool_schemas(self, context, settings):  # type: ignore[no-untyped-def]
+        return self._see("tool_schemas", (yield))
+
+    @hookimpl(wrapper=True)
+    def annotate_message(self, message, settings):  # type: ignore[no-untyped-def]
+        return self._see("annotate_message", (yield))
+
+    @hookimpl(wrapper=True)
+    def detect_harness(self, message):  # type: ignore[no-untyped-def]
+        return self._see("detect_harness", (yield))
+
+    @hookimpl(wrapper=True)
+    def compress(self, request, engine):  # type: ignore[no-untyped-def]
+        return self._see("compress", (yield))
+
+    @hookimpl(wrapper=True)
+    def on_session_start(self, session, resumed):  # type: ignore[no-untyped-def]
+        return self._see("on_session_start", (yield))
+
+
+def test_wrappers_see_the_result_of_every_kind_of_hook(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    wrapper = Wrapper()
+    host = make_host(Recorder(), wrapper, compression={"engine": "keep-last"})
+    session = host.new_session(cwd=str(tmp_path))
+    with session.turn() as turn:
+        turn.prepare("<wrapper>first question")
+        turn.record_response({"role": "assistant", "content": "first answer"})
+        turn.commit()
+    session.compress()
+    # registration: called once per registering plugin, through pluggy
+    assert host.registry.get("tools", "zz_echo") is not None
+    assert wrapper.seen["register_tools"] and all(r == [] for r in wrapper.seen["register_tools"])
+    assert (
+        len(wrapper.seen["register_context_engines"])
+        == len(host.pm.hook.register_context_engines.get_hookimpls()) - 1
+    )  # every implementation but the wrapper itself
+    # per-plugin calls (prompt blocks, tool schemas, annotations): each plugin's result
+    blocks = [b for r in wrapper.seen["prompt_blocks"] for bs in r for b in bs]
+    assert any(b.key == "recorder" for b in blocks)
+    schemas = [s for r in wrapper.seen["tool_schemas"] for ss in r for s in ss]
+    assert any(s["function"]["name"] == "zz_tool" for s in schemas)
+    notes = [a for r in wrapper.seen["annotate_message"] for a in r]
+    assert {"recorder": {"role": "user", "chars": len("<wrapper>first question")}} in notes
+    # firstresult hooks and broadcasts
+    assert "recorder.wrapper" in wrapper.seen["detect_harness"]
+    (compressed,) = wrapper.seen["compress"]
+    assert compressed.engine == "keep-last" and compressed.status == "compressed"
+    assert wrapper.seen["on_session_start"] == [[]]
+
+
+def test_tracing_records_every_hook_call(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], make_host: HostFactory
+) -> None:
+    """``plugins.trace`` (pluggy's call monitoring) prints every hook the core calls."""
+    import re
+
+    rec = Recorder()
+    host = make_host(rec, compression={"engine": "keep-last"}, plugins={"trace": True})
+    session = host.new_session(cwd=str(tmp_path))
+    with session.turn() as turn:
+        turn.prepare("first question")
+        turn.record_response({"role": "assistant", "content": "first answer"})
+        turn.commit()
+    session.compress()
+    session.end()
+    host.pm.register(Recorder(), name="late")  # configure is replayed for it
+    host.close()
+    traced = set(re.findall(r"^\s*(\w+) \[hook\]", capfd.readouterr().err, re.M))
+    called = {c.split(":")[0] for c in rec.calls}
+    assert called == set(hook_names()) - {"register_commands"}  # the CLI alone calls it
+    assert called <= traced, called - traced
+
+
+def test_configure_is_historic_so_a_late_plugin_is_configured(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    host = make_host()
+    late = Recorder()
+    host.pm.register(late, name="late")
+    assert late.calls == ["configure"]

@@ -448,3 +448,27 @@ def test_deterministic_never_quotes_harness_text_as_the_user() -> None:
     assert "reminder" not in rendered
     assert result.summary.goal == "Please keep the public API unchanged. (#2)"
     assert "- #2 rule: Please keep the public API unchanged." in result.summary.constraints
+
+
+def test_deterministic_facts_share_one_budget_across_sections() -> None:
+    # only commands and one error: no constraints or decisions to fill their room, so the
+    # commands take it instead of leaving it empty
+    facts = [
+        HandoffFact(
+            kind="command",
+            text=f"Bash: make step{i} → ok {i:04d}",
+            message_id=i,
+            position=i,
+            score=5,
+        )
+        for i in range(400)
+    ]
+    facts.append(HandoffFact(kind="error", text="E: boom", message_id=400, position=400, score=8))
+    result = DeterministicSummarizer().summarize(
+        SummaryRequest(session_id="s", messages=[], facts=facts, max_output_tokens=1_000)
+    )
+    summary = result.summary
+    assert "- #400 error: E: boom" in summary.critical_context
+    budget = 1_000 * 4
+    assert len(summary.progress) > 0.85 * budget  # not the progress share alone (0.68)
+    assert len(summary.render()) < budget * 1.1

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import hermes_plugin_tail_lean.annotations as lean_annotations
+from hermes_core.config import settings_from
 from hermes_hookspecs import (
     CompressionSettings,
     HandoffSummary,
@@ -25,10 +26,10 @@ from hermes_plugin_compressor.identifiers import (
     parse_index,
     render_index,
 )
-from hermes_plugin_tail_lean import LeanTail, annotate_message
+from hermes_plugin_tail_lean import LeanTail, LeanTailSettings, annotate_message
 from hermes_plugin_tail_lean import register_tail_strategies as register_lean
 from hermes_plugin_tail_lean.sections import id_ranges, parse_quotes
-from hermes_plugin_tail_legacy import LegacyTail
+from hermes_plugin_tail_legacy import LegacyTail, LegacyTailSettings
 from hermes_plugin_tail_legacy import register_tail_strategies as register_legacy
 from tests.compressor_support import PluginHost, load_openai_chat, settings_for
 from tests.hosts import HostFactory
@@ -56,9 +57,15 @@ def transcript() -> list[Message]:
 
 def test_register_hooks() -> None:
     got: list[Any] = []
-    register_lean(register=got.append)
-    register_legacy(register=got.append)
+    settings = settings_from(
+        {"compression": {"lean_tail_min_tokens": 5_000, "tail_min_messages": 4}}
+    )
+    register_lean(register=got.append, settings=settings)
+    register_legacy(register=got.append, settings=settings)
     assert [t.name for t in got] == ["lean", "legacy"]
+    # each is configured from its own keys of [compression]
+    assert got[0].settings.lean_tail_min_tokens == 5_000
+    assert got[1].settings.tail_min_messages == 4
 
 
 # -- legacy -----------------------------------------------------------------------------------
@@ -66,8 +73,8 @@ def test_register_hooks() -> None:
 
 def test_legacy_tail_fits_threshold_times_ratio_on_group_starts() -> None:
     messages = transcript()
-    request = tail_request(messages, settings_for(40_000, target_ratio=0.2, tail_min_messages=2))
-    plan = LegacyTail().plan(request)
+    request = tail_request(messages, settings_for(40_000))
+    plan = LegacyTail(LegacyTailSettings(target_ratio=0.2, tail_min_messages=2)).plan(request)
     assert plan.tail_start in group_starts(messages)
     kept = sum(request.token_counts[plan.tail_start :])
     assert kept <= 8_000 < kept + sum(request.token_counts[plan.tail_start - 2 : plan.tail_start])
@@ -76,7 +83,8 @@ def test_legacy_tail_fits_threshold_times_ratio_on_group_starts() -> None:
 
 def test_legacy_tail_keeps_the_minimum_message_count() -> None:
     messages = transcript()
-    plan = LegacyTail().plan(tail_request(messages, settings_for(1_000, tail_min_messages=9)))
+    tail = LegacyTail(LegacyTailSettings(tail_min_messages=9))
+    plan = tail.plan(tail_request(messages, settings_for(1_000)))
     assert len(messages) - plan.tail_start >= 9
 
 
@@ -102,9 +110,9 @@ def test_lean_tail_scales_down_on_small_windows() -> None:
     )
 
 
-def small_band(threshold: int = 24_000, **extra: Any) -> CompressionSettings:
-    """Settings whose lean band keeps only the last message group."""
-    return settings_for(threshold, lean_tail_max_tokens=20, lean_tail_min_tokens=10, **extra)
+def small_band(**extra: Any) -> LeanTail:
+    """A lean tail whose band keeps only the last message group."""
+    return LeanTail(LeanTailSettings(lean_tail_max_tokens=20, lean_tail_min_tokens=10, **extra))
 
 
 def sections(plan: Any) -> dict[str, str]:
@@ -135,7 +143,9 @@ def test_lean_sections_index_quote_and_point_at_evicted_messages() -> None:
         Message(role="user", content="latest instruction stays verbatim"),
         Message(role="assistant", content="tail mentions /srv/app/tail_only.py " + "x " * 30),
     ]
-    plan = LeanTail().plan(tail_request(messages, small_band(user_quote_budget_tokens=1_500)))
+    plan = small_band(user_quote_budget_tokens=1_500).plan(
+        tail_request(messages, settings_for(24_000))
+    )
     assert plan.tail_start == len(messages) - 1
     body = sections(plan)
     index = body["Identifier Index"]
@@ -175,7 +185,9 @@ def test_lean_carries_the_previous_sections_forward() -> None:
         Message(role="assistant", content="edited /new/file.py"),
         *[Message(role="assistant", content="more " * 400) for _ in range(4)],
     ]
-    plan = LeanTail().plan(tail_request(messages, small_band(user_quote_budget_tokens=1_500)))
+    plan = small_band(user_quote_budget_tokens=1_500).plan(
+        tail_request(messages, settings_for(24_000))
+    )
     body = sections(plan)
     assert "(message id 3) the original task" in body["User Quotes"]
     assert "abc1234f" in body["Identifier Index"] and "/old/file.py" in body["Identifier Index"]
@@ -191,8 +203,8 @@ def test_lean_respects_the_identifier_budget() -> None:
         ),
         Message(role="assistant", content="the end " * 20),
     ]
-    settings = small_band(threshold=200_000, identifier_budget_tokens=300)
-    plan = LeanTail().plan(tail_request(messages, settings))
+    settings = settings_for(200_000)
+    plan = small_band(identifier_budget_tokens=300).plan(tail_request(messages, settings))
     index = sections(plan)["Identifier Index"]
     assert 0 < HOST.count_text(index) <= 330
     assert "/srv/pkg/module_399/file_399.py" in index  # newest first
@@ -278,7 +290,7 @@ def test_json_of_tool_arguments_is_searched_for_identifiers() -> None:
         Message(role="tool", tool_call_id="x", content="ok"),
         *[Message(role="assistant", content="pad " * 500) for _ in range(3)],
     ]
-    plan = LeanTail().plan(tail_request(messages, small_band()))
+    plan = small_band().plan(tail_request(messages, settings_for(24_000)))
     assert "/srv/x/y.py" in sections(plan)["Identifier Index"]
 
 
@@ -312,14 +324,16 @@ def test_stored_annotation_is_what_the_index_reads() -> None:
         *[Message(role="assistant", content="pad " * 500) for _ in range(3)],
     ]
     rows = annotated(stored(messages))
-    fake = {"lean_identifiers": {"v": 1, "path": ["/only/in/the/annotation.py"]}}
+    fake = {
+        "lean_identifiers": {"v": lean_annotations.VERSION, "path": ["/only/in/the/annotation.py"]}
+    }
     rows[1] = rows[1].model_copy(update={"annotations": fake})
     request = TailRequest(
         messages=rows,
         token_counts=[HOST.count_message(m) for m in messages],
-        settings=small_band(),
+        settings=settings_for(24_000),
     )
-    index = sections(LeanTail().plan(request))["Identifier Index"]
+    index = sections(small_band().plan(request))["Identifier Index"]
     assert "/only/in/the/annotation.py" in index and "/srv/app/real.py" not in index
     # another version, or a shape not ours, is ignored: the text is read instead
     for other in (
@@ -329,7 +343,7 @@ def test_stored_annotation_is_what_the_index_reads() -> None:
         {"lean_identifiers": "garbage"},
     ):
         rows[1] = rows[1].model_copy(update={"annotations": other})
-        index = sections(LeanTail().plan(request.model_copy(update={"messages": rows})))[
+        index = sections(small_band().plan(request.model_copy(update={"messages": rows})))[
             "Identifier Index"
         ]
         assert "/srv/app/real.py" in index and ".py" not in index.replace("/srv/app/real.py", "")
@@ -352,7 +366,7 @@ def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> N
     lean, legacy = Settings(), Settings.model_validate({"compression": {"tail": "legacy"}})
     message = Message(role="user", content="fix /srv/a.py")
     assert annotate_message(message=message, settings=lean) == {
-        "lean_identifiers": {"v": 1, "path": ["/srv/a.py"]}
+        "lean_identifiers": {"v": lean_annotations.VERSION, "path": ["/srv/a.py"]}
     }
     assert annotate_message(message=message, settings=legacy) is None
     summary = Message(role="user", kind="summary", summary=HandoffSummary(goal="g"), content="x")
@@ -363,10 +377,11 @@ def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> N
     ("budget", "threshold", "expected"),
     [
         (2_000, 8_928, 1_000),  # 16K window: the floor
-        (2_000, 200_000, 2_000),  # the default budget, untouched
-        (8_000, 20_928, 1_000),  # 32K window: the floor (a sixtieth is less)
-        (8_000, 96_000, 1_600),  # a sixtieth of the threshold
-        (20_000, 600_000, 10_000),
+        (2_000, 300_000, 2_000),  # the default budget, untouched
+        (8_000, 20_928, 1_000),  # 32K window: the floor (a 120th is less)
+        (8_000, 96_000, 1_000),  # 128K window: the floor (a 120th is 800)
+        (8_000, 240_000, 2_000),  # a 120th of the threshold
+        (20_000, 600_000, 5_000),
         (8_000, 3_900, 975),  # tiny window: a quarter, under the floor
         (0, 96_000, 0),
     ],
@@ -376,8 +391,7 @@ def test_index_budget_stays_within_a_share_of_the_threshold(
 ) -> None:
     from hermes_plugin_tail_lean.strategy import index_budget
 
-    settings = small_band(threshold, identifier_budget_tokens=budget)
-    assert index_budget(settings) == expected
+    assert index_budget(settings_for(threshold), budget) == expected
 
 
 @pytest.mark.parametrize(("window", "budget"), [(16_000, 2_000), (32_000, 8_000)])
@@ -415,3 +429,17 @@ def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
     # is stored before commit) and is compacted once, when it is committed
     assert len(report.compressions) > 5
     assert report.final_active_tokens <= report.threshold_tokens
+
+
+def test_index_skips_content_hashes_device_files_and_code_that_mentions_errors() -> None:
+    text = (
+        "/repo/.git/objects/7a/0c7ceb28a1ff77b8724f900af21034ce2e856e\n"
+        "2>/dev/null; see /repo/cmd/app/main.go\n"
+        '   141→\t\tt.Errorf("Agent failed with error: %v", err)\n'
+        "Error: open /repo/config.yaml: no such file\n"
+    )
+    found = extract_identifiers(text)
+    paths = [v for k, v in found if k == "path"]
+    errors = [v for k, v in found if k == "error"]
+    assert paths == ["/repo/cmd/app/main.go", "/repo/config.yaml"]
+    assert errors == ["Error: open /repo/config.yaml: no such file"]

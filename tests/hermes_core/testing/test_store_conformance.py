@@ -99,9 +99,24 @@ def _broken_stores() -> dict[str, type]:
                     extra.append(hit.model_copy(update={"message_id": row.origin_id}))
             return hits + extra
 
+    class AdoptsForeignChild(base):  # type: ignore[misc, valid-type]
+        # the SQLite store before issue 17: a child's parent_id was overwritten, not checked
+        def archive_and_compact(self, session_id: str, new_active: Any, **kwargs: Any) -> Any:
+            child = kwargs.get("child")
+            if child is not None:
+                kwargs["child"] = child.model_copy(update={"parent_id": session_id})
+            return super().archive_and_compact(session_id, new_active, **kwargs)
+
     return {
         cls.__name__: cls
-        for cls in (ReversedView, InterpretsOr, IgnoresLeases, HalfCompaction, CountsCopiesTwice)
+        for cls in (
+            ReversedView,
+            InterpretsOr,
+            IgnoresLeases,
+            HalfCompaction,
+            CountsCopiesTwice,
+            AdoptsForeignChild,
+        )
     }
 
 
@@ -114,6 +129,7 @@ def _broken_stores() -> dict[str, type]:
         ("IgnoresLeases", "test_dead_pid_on_other_host_not_taken_over", {}),
         ("HalfCompaction", "test_compaction_bad_input_changes_nothing", {}),
         ("CountsCopiesTwice", "test_search_counts_carried_forward_rows_once", {}),
+        ("AdoptsForeignChild", "test_rotation_refuses_a_foreign_parent_id", {}),
     ],
 )
 def test_suite_fails_a_store_that_breaks_the_rule(

@@ -29,11 +29,12 @@ from hermes_hookspecs import (
     ToolFunction,
     Usage,
 )
-from hermes_plugin_compressor import ContextCompressor
+from hermes_plugin_compressor import CompressorSettings, ContextCompressor
 from hermes_plugin_compressor import register_context_engines as register_engine
 from hermes_plugin_compressor.prune import cut_arguments
 from hermes_plugin_compressor.repair import plan_repair, repair_messages
 from hermes_plugin_summarizer_openai import OpenAISummarizer
+from hermes_plugin_tail_lean import LeanTail, LeanTailSettings
 from tests.compressor_support import (
     FixedSummarizer,
     MemoryStore,
@@ -131,8 +132,11 @@ class TestConformanceLegacy(TestConformanceLean):
 
 def test_register_hook_contributes_the_engine() -> None:
     got: list[Any] = []
-    register_engine(register=got.append)
+    register_engine(
+        register=got.append, settings=settings_from({"compression": {"breaker_after": 5}})
+    )
     assert [type(e) for e in got] == [ContextCompressor] and got[0].name == "compressor"
+    assert got[0].settings.breaker_after == 5  # configured from its keys of [compression]
 
 
 # -- repair rule -------------------------------------------------------------------------------
@@ -195,6 +199,68 @@ def test_prune_collapses_duplicates_and_placeholders_name_tool_and_pointer(
     assert "session_open(message_id=3)" in str(head_tools[0].content)
     assert not result.messages[2].origin_id  # changed by pruning: no longer a copy
     assert result.messages[0].origin_id == 1  # the task, carried unchanged
+
+
+def test_a_head_placeholder_says_what_the_result_was(engine: ContextCompressor) -> None:
+    # the head stays in the view and is never summarized: its pruned tool result keeps
+    # its outcome line, or what it said would be gone from the context
+    messages = session(turns=14)
+    result = engine.compress(
+        request(messages, settings_for(8_000, tail="legacy", protect_first_n=4))
+    )
+    assert result.status == "compressed", result.reason
+    [first, *_] = [m for m in out_messages(result)[:4] if m.role == "tool"]
+    assert "returned 3," in str(first.content)
+    assert ": FAILED tests/test_0.py::test_x - KeyError: 'k0'; open it with" in str(first.content)
+
+
+def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
+    # a 5.6K-token system prompt takes 28% of a 20K trigger: the lean tail's share of the
+    # room, the handoff's floor and the tail's sections used to end the view near 60% of
+    # the trigger, so the next compaction came a few turns later
+    from hermes_plugin_compressor.engine import AFTER_TARGET
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    engine = ContextCompressor()
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=3_000, lean_tail_max_tokens=8_000))
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[tail]))
+    settings = settings_for(20_000, tail="lean", summarizer="deterministic")
+    result = engine.compress(
+        request(session(turns=40, output_chars=1_500), settings, system_tokens=5_600)
+    )
+    assert result.status == "compressed", result.reason
+    assert (result.tokens_after + 5_600) / 20_000 <= AFTER_TARGET
+    assert any(note.startswith("tail planned again in ") for note in result.notes)
+
+
+def test_a_huge_tool_output_in_the_tail_yields_room_to_the_handoff() -> None:
+    # the last round read a file as large as the after-compaction target: the handoff was
+    # sized as if that output stayed whole, and got its floor; fit_tail cuts such an output
+    # to an excerpt anyway, so the handoff is sized against the excerpt
+    from hermes_plugin_compressor.engine import handoff_floor
+
+    class Recording(FixedSummarizer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.budgets: list[int] = []
+
+        def summarize(self, request: Any) -> Any:
+            self.budgets.append(request.max_output_tokens)
+            return super().summarize(request)
+
+    summarizer = Recording()
+    engine = ContextCompressor()
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=20_000, lean_tail_max_tokens=25_000))
+    engine.bind(PluginHost(summarizers=[summarizer], tails=[tail]))
+    messages = session(turns=200, output_chars=3_000)  # a long history: a large budget
+    messages[-1:] = [
+        Message(role="assistant", content=None, tool_calls=[call("big", cmd="cat big.go")]),
+        Message(role="tool", tool_call_id="big", content="x = 1\n" * 12_000),
+    ]
+    settings = settings_for(40_000, tail="lean", summarizer="fixed")
+    result = engine.compress(request(messages, settings))
+    assert result.status == "compressed", result.reason
+    assert summarizer.budgets and min(summarizer.budgets) > handoff_floor(40_000)
 
 
 # -- the four phases -------------------------------------------------------------------------
@@ -262,11 +328,11 @@ def test_previous_summary_is_updated_and_tool_pairs_stay_whole(engine: ContextCo
 
 
 def test_not_smaller_aborts_and_breaker_opens(host: PluginHost) -> None:
-    engine = ContextCompressor(clock=Clock())
+    engine = ContextCompressor(CompressorSettings(breaker_after=2), clock=Clock())
     huge = FixedSummarizer("z " * 20_000)
     huge.name = "huge"
     engine.bind(PluginHost(summarizers=[huge]))
-    settings = settings_for(12_000, summarizer="huge", breaker_after=2)
+    settings = settings_for(12_000, summarizer="huge")
     messages = session(turns=30)
     for _ in range(2):
         result = engine.compress(request(messages, settings))
@@ -305,17 +371,17 @@ def fake() -> Iterator[FakeOpenAIServer]:
         yield server
 
 
-def openai_engine(base_url: str) -> tuple[ContextCompressor, Clock]:
+def openai_engine(base_url: str, **policy: Any) -> tuple[ContextCompressor, Clock]:
     settings = settings_from({"summarizer": {"openai": {"base_url": base_url, "model": "gpt-5.5"}}})
     clock = Clock()
-    engine = ContextCompressor(clock=clock)
+    engine = ContextCompressor(CompressorSettings(**policy), clock=clock)
     engine.bind(PluginHost(summarizers=[OpenAISummarizer.from_settings(settings)]))
     return engine, clock
 
 
 def test_aborting_failures_leave_the_session_untouched_and_cool_down() -> None:
-    engine, clock = openai_engine(f"http://127.0.0.1:{free_port()}/v1")
-    settings = settings_for(12_000, summarizer="openai", cooldown_seconds=60)
+    engine, clock = openai_engine(f"http://127.0.0.1:{free_port()}/v1", cooldown_seconds=60)
+    settings = settings_for(12_000, summarizer="openai")
     result = engine.compress(request(session(turns=30), settings))
     assert result.status == "aborted" and "network" in result.reason
     assert result.messages == [] and not result.fallback_used
@@ -345,10 +411,8 @@ def test_other_failures_fall_back_to_deterministic_then_cooldown_grows(
     fake: FakeOpenAIServer,
 ) -> None:
     fake.set_default("chat.completions", ErrorReply(status=500))
-    engine, clock = openai_engine(fake.base_url)
-    settings = settings_for(
-        12_000, summarizer="openai", cooldown_seconds=10, max_cooldown_seconds=25
-    )
+    engine, clock = openai_engine(fake.base_url, cooldown_seconds=10, max_cooldown_seconds=25)
+    settings = settings_for(12_000, summarizer="openai")
     first = engine.compress(request(session(turns=30), settings))
     assert first.status == "compressed" and first.fallback_used
     assert first.summarizer == "deterministic" and first.summary is not None
@@ -368,10 +432,8 @@ def test_other_failures_fall_back_to_deterministic_then_cooldown_grows(
 
 def test_abort_on_summary_failure_keeps_session_until_manual(fake: FakeOpenAIServer) -> None:
     fake.set_default("chat.completions", ErrorReply(status=500))
-    engine, _clock = openai_engine(fake.base_url)
-    settings = settings_for(
-        12_000, summarizer="openai", abort_on_summary_failure=True, cooldown_seconds=0
-    )
+    engine, _clock = openai_engine(fake.base_url, cooldown_seconds=0)
+    settings = settings_for(12_000, summarizer="openai", abort_on_summary_failure=True)
     result = engine.compress(request(session(turns=30), settings))
     assert result.status == "aborted" and "abort_on_summary_failure" in result.reason
     manual = engine.compress(

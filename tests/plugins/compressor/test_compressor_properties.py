@@ -13,9 +13,16 @@ from hermes_hookspecs import CompressionRequest, Message, StoredMessage, ToolCal
 from hermes_plugin_compressor import ContextCompressor
 from hermes_plugin_compressor.prune import short_args
 from hermes_plugin_compressor.repair import plan_repair, repair_messages
+from hermes_plugin_tail_lean import LeanTail, LeanTailSettings
+from hermes_plugin_tail_legacy import LegacyTail, LegacyTailSettings
 from tests.compressor_support import PluginHost, settings_for
 
-HOST = PluginHost(count_text=lambda text: len(text) // 4)
+
+def COUNT(text: str) -> int:
+    return len(text) // 4
+
+
+HOST = PluginHost(count_text=COUNT)
 WORDS = st.sampled_from(
     ["fix", "src/app/models.py", "ValueError", "#42", "commit a1b2c3d4", "ok", "retry", "tests"]
 )
@@ -92,7 +99,19 @@ def test_compress_output_is_valid_smaller_and_keeps_a_user_turn(
     messages: list[Message], tail: str, index: int, threshold: int
 ) -> None:
     engine = ContextCompressor()
-    engine.bind(HOST)
+    engine.bind(
+        PluginHost(
+            tails=[
+                LeanTail(
+                    LeanTailSettings(
+                        lean_tail_min_tokens=threshold // 8, lean_tail_max_tokens=threshold // 4
+                    )
+                ),
+                LegacyTail(LegacyTailSettings(tail_min_messages=2)),
+            ],
+            count_text=COUNT,
+        )
+    )
     rows = [
         StoredMessage(id=i + 1, session_id="p", position=i, message=m, created_at=0.0)
         for i, m in enumerate(messages)
@@ -100,13 +119,7 @@ def test_compress_output_is_valid_smaller_and_keeps_a_user_turn(
     request = CompressionRequest(
         session_id="p",
         messages=rows,
-        settings=settings_for(
-            threshold,
-            tail=tail,
-            tail_min_messages=2,
-            lean_tail_min_tokens=threshold // 8,
-            lean_tail_max_tokens=threshold // 4,
-        ),
+        settings=settings_for(threshold, tail=tail),
         compression_index=index,
         manual=True,
     )

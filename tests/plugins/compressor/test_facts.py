@@ -84,7 +84,7 @@ def test_handoff_budget_grows_with_the_history_within_the_window() -> None:
     assert handoff_tokens(92_928, 4_000_000) == 12_000  # the absolute cap
     assert handoff_tokens(44_928, 4_000_000) == 44_928 // 4  # the window's cap
     # little room left after the system prompt and the tail: the handoff shrinks, to a floor
-    assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 3 // 2
+    assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 2
 
 
 def test_facts_recorded_once_per_message_give_the_same_result() -> None:
@@ -105,3 +105,117 @@ def test_facts_recorded_once_per_message_give_the_same_result() -> None:
     # a stale version is not trusted: the text is read again
     stale = [{KEY: {"v": -1, "request": "stale"}} for _ in messages]
     assert extract_facts(messages, ids, stale) == extract_facts(messages, ids)
+
+
+def test_long_answers_are_packed_pieces_and_bare_headings_are_no_facts() -> None:
+    items = "\n".join(f"- item {i}: the check that covers case {i} of the change" for i in range(9))
+    answer = f"## Review Summary\n\n### Positives\n{items}\n\n### Issues\n1. **`a.go:10-20`** dup."
+    facts = extract_facts([Message(role="assistant", content=answer)], [7])
+    texts = [f.text for f in facts if f.kind == "answer"]
+    assert not [t for t in texts if t.lstrip("# ").count(" ") < 2], texts  # no bare heading
+    assert len(texts) < 5  # packed, not a fact per list item
+    assert texts[0].startswith("## Review Summary ### Positives - item 0")
+    assert any(t.startswith("### Issues 1. **`a.go:10-20`**") for t in texts)
+
+
+def test_the_answer_that_closed_a_turn_outranks_narration_of_the_same_length() -> None:
+    messages = [
+        Message(role="user", content="Review the branch please."),
+        Message(role="assistant", content="Now let me look at the reset command code."),
+        Message(role="assistant", content="The review is in docs/review-01.md, two issues."),
+        Message(role="user", content="Fix both issues."),
+        Message(role="assistant", content="I checked the final version of the cache code."),
+    ]
+    facts = {
+        f.message_id: f for f in extract_facts(messages, [1, 2, 3, 4, 5]) if f.kind == "answer"
+    }
+    assert facts[3].score > facts[5].score > facts[2].score
+    # a request of a few words is worth its answer, not a full request
+    requests = {
+        f.message_id: f.score
+        for f in extract_facts(messages, [1, 2, 3, 4, 5])
+        if f.kind == "request"
+    }
+    ok = extract_facts([Message(role="user", content="yes")], [9])
+    assert ok[0].score < requests[1] - 3
+
+
+def test_file_views_and_code_lines_are_not_error_lines() -> None:
+    code = "\n".join(
+        ["func (e *Encoder) encodeLine(p []byte) error {", '\thttp.Error(w, "bad", 400)']
+        + [f"\tline {i}" for i in range(80)]
+    )
+    report = "--- FAIL: TestSync (0.01s)\n    sync_test.go:51: sync failed: remote is empty\nFAIL"
+    messages = [
+        bash("c1", "sed -n '1,120p' internal/sync.go"),
+        Message(role="tool", tool_call_id="c1", content=code),
+        bash("c2", "go test ./..."),
+        Message(role="tool", tool_call_id="c2", content=report + "\n" + code),
+    ]
+    errors = [f.text for f in extract_facts(messages, [1, 2, 3, 4]) if f.kind == "error"]
+    assert errors and all("(from Bash: go test ./...)" in e for e in errors)
+    assert not [e for e in errors if "func " in e or "http.Error" in e]
+    assert any("sync failed: remote is empty" in e for e in errors)
+
+
+def test_an_execution_envelope_is_reduced_to_its_exit_code_and_output() -> None:
+    envelope = (
+        "Command: /bin/zsh -lc 'git check-ignore -v cmd/app'\nChunk ID: 04a1\n"
+        "Wall time: 0.0000 seconds\nProcess exited with code 1\nOriginal token count: 0\nOutput:\n"
+    )
+    call = Message(
+        role="assistant",
+        tool_calls=[
+            ToolCall(
+                id="e",
+                function=ToolFunction(
+                    name="exec_command", arguments='{"cmd": "git check-ignore -v cmd/app"}'
+                ),
+            )
+        ],
+    )
+    facts = extract_facts([call, Message(role="tool", tool_call_id="e", content=envelope)], [1, 2])
+    [command] = facts
+    assert command.text == "exec_command: git check-ignore -v cmd/app → exit 1: (no output)"
+
+
+def test_selection_keeps_one_copy_of_a_recurring_error_and_a_sentence_once() -> None:
+    line = 'x_test.go:{}: push failed: "http://127.0.0.1:{}/r.git" status 500 (from Bash: go test)'
+    errors = [
+        HandoffFact(kind="error", text=line.format(200 + i, 5000 + i), position=i, score=8 + i / 10)
+        for i in range(3)
+    ]
+    answer = "The push fails because the server collapses reports. I will fix the server."
+    sentence = HandoffFact(
+        kind="decision",
+        text="The push fails because the server collapses reports.",
+        message_id=9,
+        position=5,
+        score=7.5,
+    )
+    piece = HandoffFact(kind="answer", text=answer, message_id=9, position=5, score=6)
+    chosen = select_facts([*errors, sentence, piece], 2_000)
+    assert [f.text for f in chosen if f.kind == "error"] == [errors[2].text]  # the newest
+    # the decision sentence inside the chosen piece of the same message is not repeated
+    assert [f.kind for f in chosen if f.message_id == 9] == ["answer"]
+
+
+def test_a_short_note_beside_a_tool_call_is_narration() -> None:
+    note = Message(
+        role="assistant",
+        content="All green. Commit the cleanups:",
+        tool_calls=[ToolCall(id="g", function=ToolFunction(name="Bash", arguments="{}"))],
+    )
+    plain = Message(role="assistant", content="All green. The cleanups are committed.")
+    facts = extract_facts([note, plain], [1, 2])
+    scores = {f.message_id: f.score for f in facts if f.kind == "answer"}
+    assert scores[1] < scores[2] - 2
+
+
+def test_handoff_budget_follows_the_facts_when_the_history_says_more_per_token() -> None:
+    # 60K tokens of history is a 34th: 1,764 tokens; 30K tokens of facts deserve more
+    assert handoff_tokens(92_928, 60_000) == 92_928 // 24
+    assert handoff_tokens(92_928, 60_000, fact_tokens=30_000) == 10_000
+    # still within the window's caps
+    assert handoff_tokens(92_928, 60_000, fact_tokens=300_000) == 12_000
+    assert handoff_tokens(20_928, 60_000, kept_tokens=11_000, fact_tokens=30_000) == 1_744

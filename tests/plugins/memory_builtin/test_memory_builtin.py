@@ -9,7 +9,6 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
-from typing import Any
 
 import pluggy
 import pytest
@@ -20,7 +19,12 @@ from hermes_core.memory import tool_schema_problem
 from hermes_core.testing.memory_suite import MemoryProviderSuite
 from hermes_hookspecs import MemoryProvider, MemorySession, specs
 from hermes_hookspecs.markers import PROJECT_NAME
-from hermes_plugin_memory_builtin import DELIMITER, BuiltinMemoryProvider, MemoryWriteRefused
+from hermes_plugin_memory_builtin import (
+    DELIMITER,
+    BuiltinMemoryProvider,
+    BuiltinMemorySettings,
+    MemoryWriteRefused,
+)
 from hermes_plugin_memory_builtin.entries import (
     clean_entry,
     entries_size,
@@ -29,8 +33,10 @@ from hermes_plugin_memory_builtin.entries import (
 )
 
 
-def make(tmp_path: Path, **limits: Any) -> BuiltinMemoryProvider:
-    return BuiltinMemoryProvider(MemorySettings(home=str(tmp_path / "home"), **limits))
+def make(tmp_path: Path, **limits: int) -> BuiltinMemoryProvider:
+    return BuiltinMemoryProvider(
+        MemorySettings(home=str(tmp_path / "home")), BuiltinMemorySettings(**limits)
+    )
 
 
 def tool(provider: BuiltinMemoryProvider, **arguments: object) -> str:
@@ -226,8 +232,10 @@ def test_concurrent_processes_do_not_lose_writes(tmp_path: Path) -> None:
         f"""
         import sys
         from hermes_core.config import MemorySettings
-        from hermes_plugin_memory_builtin import BuiltinMemoryProvider
-        p = BuiltinMemoryProvider(MemorySettings(home={str(home)!r}, memory_char_limit=100000))
+        from hermes_plugin_memory_builtin import BuiltinMemoryProvider, BuiltinMemorySettings
+        p = BuiltinMemoryProvider(
+            MemorySettings(home={str(home)!r}), BuiltinMemorySettings(memory_char_limit=100000)
+        )
         for i in range(25):
             p.add("memory", f"process {{sys.argv[1]}} fact {{i}}")
         """

@@ -38,8 +38,13 @@ from hermes_hookspecs import (
     StoreError,
     ToolCall,
     ToolFunction,
+    ValidationError,
 )
-from hermes_plugin_postgres_store import PostgresSessionStore, open_from_settings
+from hermes_plugin_postgres_store import (
+    PostgresSessionStore,
+    open_from_settings,
+    store_options,
+)
 from hermes_plugin_postgres_store.migrations import MIGRATIONS
 from hermes_plugin_postgres_store.testing import drop_schema, find_dsn, in_ci, scratch_schema
 
@@ -240,6 +245,18 @@ def test_flag_flips_do_not_rewrite_search_rows(
     store.archive_and_compact(sid, [user("summary")], watermark=rows[-1].id)
     assert raw(pg_dsn, schema, query)[: len(before)] == before
     assert [h.compacted for h in store.search("searchable")] == [True] * 5
+
+
+def test_index_cap_comes_from_the_settings_and_is_checked_as_in_sqlite(pg_dsn: str) -> None:
+    settings = settings_from({"session": {"store": "postgres", "fts_index_cap": 1234}})
+    with (
+        scratch_schema(pg_dsn) as schema,
+        PostgresSessionStore(pg_dsn, schema=schema, **store_options(settings)) as store,
+    ):
+        assert store.fts_index_cap == 1234
+    for bad in (0, -1, True, "10"):
+        with pytest.raises(ValidationError, match="fts_index_cap"):
+            PostgresSessionStore(pg_dsn, fts_index_cap=bad)  # type: ignore[arg-type]
 
 
 def test_index_cap_limits_indexed_text(pg_dsn: str, schema: str) -> None:

@@ -384,6 +384,13 @@ def test_flag_flips_do_not_touch_the_fts_index(store: SqliteSessionStore) -> Non
     assert index_state() == before
 
 
+def test_index_cap_is_checked_as_in_postgres(tmp_path: Path) -> None:
+    for bad in (0, -1, True, "10"):
+        with pytest.raises(ValidationError, match="fts_index_cap"):
+            SqliteSessionStore(tmp_path / "bad-cap.db", fts_index_cap=bad)  # type: ignore[arg-type]
+    assert not (tmp_path / "bad-cap.db").exists()
+
+
 def test_large_tool_output_is_indexed_up_to_the_cap(tmp_path: Path) -> None:
     store = SqliteSessionStore(tmp_path / "cap.db", fts_index_cap=1000)
     sid = store.create_session(NewSession()).id

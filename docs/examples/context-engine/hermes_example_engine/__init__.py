@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import ClassVar
+
+from pydantic import Field
 
 from hermes_hookspecs import (
     CompressionRequest,
     CompressionResult,
     ContextEngine,
     NewMessage,
+    Settings,
+    SettingsSection,
     hookimpl,
 )
 
@@ -43,7 +48,22 @@ class UserTurnsEngine(ContextEngine):
         return CompressionResult(status="compressed", engine=self.name, messages=kept)
 
 
+class ExampleEngineSettings(SettingsSection):
+    """The engine's options, in ``[extensions.example_engine]``."""
+
+    config_section: ClassVar[str] = "extensions.example_engine"
+
+    rounds: int = Field(default=4, ge=1, description="Assistant rounds kept verbatim.")
+
+
 @hookimpl
-def register_context_engines(register: Any, settings: Any) -> None:
-    options = settings.plugin_options("example_engine") if settings is not None else {}
-    register(UserTurnsEngine(rounds=int(options.get("rounds", 4))))
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    register(ExampleEngineSettings)
+
+
+@hookimpl
+def register_context_engines(
+    register: Callable[[ContextEngine], None], settings: Settings | None
+) -> None:
+    own = settings.section(ExampleEngineSettings) if settings is not None else None
+    register(UserTurnsEngine(rounds=own.rounds if own is not None else 4))

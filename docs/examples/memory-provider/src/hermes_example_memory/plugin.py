@@ -8,15 +8,21 @@ Configuration (``hermes.toml``)::
     [extensions.example_memory]
     path = "/var/lib/agent/facts.json"    # default: <memory.home>/example-memory.json
     max_recall = 3                        # facts per recall
+
+The table is declared through ``register_settings`` (:class:`ExampleMemorySettings`),
+so the host validates it when it loads the plugins and documents it in
+``hermes-core config show``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
-from hermes_hookspecs import ConfigError, MemoryProvider, hookimpl
+from pydantic import Field
+
+from hermes_hookspecs import MemoryProvider, Settings, SettingsSection, hookimpl
 
 from .provider import KeywordMemoryProvider
 
@@ -26,14 +32,28 @@ EXTENSION_NAME = "example_memory"
 hermes_contract = ">=1,<2"
 
 
+class ExampleMemorySettings(SettingsSection):
+    """The keyword memory's file and recall size."""
+
+    config_section: ClassVar[str] = f"extensions.{EXTENSION_NAME}"
+
+    path: str = Field(
+        default="", description="Facts file; empty: <memory.home>/example-memory.json."
+    )
+    max_recall: int = Field(default=3, ge=1, description="Facts per recall.")
+
+
 @hookimpl
-def register_memory_providers(register: Callable[[MemoryProvider], None], settings: Any) -> None:
+def register_settings(register: Callable[[type[SettingsSection]], None]) -> None:
+    """Declare ``[extensions.example_memory]``."""
+    register(ExampleMemorySettings)
+
+
+@hookimpl
+def register_memory_providers(
+    register: Callable[[MemoryProvider], None], settings: Settings
+) -> None:
     """Register one :class:`KeywordMemoryProvider` configured from ``settings``."""
-    options = settings.plugin_options(EXTENSION_NAME)
-    path = options.get("path") or settings.memory.home_path() / "example-memory.json"
-    max_recall = options.get("max_recall", 3)
-    if not isinstance(max_recall, int) or max_recall < 1:
-        raise ConfigError(
-            f"extensions.{EXTENSION_NAME}.max_recall = {max_recall!r}: expected an integer >= 1"
-        )
-    register(KeywordMemoryProvider(Path(path), max_recall=max_recall))
+    own = settings.section(ExampleMemorySettings)
+    path = own.path or settings.memory.home_path() / "example-memory.json"
+    register(KeywordMemoryProvider(Path(path), max_recall=own.max_recall))

@@ -1,0 +1,19 @@
+"""The PostgreSQL store's key, in the ``[session]`` table beside the core's."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from hermes_hookspecs import SettingsSection
+
+
+class PostgresStoreSettings(SettingsSection):
+    """Where the ``postgres`` store connects."""
+
+    config_section: ClassVar[str] = "session"
+
+    postgres_dsn: str = Field(
+        default="", description="PostgreSQL DSN (or HERMES_CORE_POSTGRES_DSN)."
+    )
