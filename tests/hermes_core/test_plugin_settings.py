@@ -30,7 +30,7 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.settings import CompressionConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class AcmeSettings(SettingsSection):
