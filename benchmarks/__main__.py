@@ -1,25 +1,25 @@
-"""``python -m benchmarks``: ours vs hermes-agent, every measurement, one table and one JSON.
+"""``python -m benchmarks``: the one runner of the benchmarks and the torture suite.
 
-This is :mod:`benchmarks.compare` (see its docstring for what is measured and
-``--help`` for the options; ``--quick`` is a smoke run of a few minutes).
-Single parts still run on their own:
+=================================================  ===========================================
+``python -m benchmarks``                           ours vs hermes-agent, every part, one table
+                                                   and one JSON (:mod:`benchmarks.comparison`)
+``python -m benchmarks --quick --only P,Q``        a smoke run of some parts
+``python -m benchmarks --list``                    the parts and the commands
+``python -m benchmarks torture [--quick]``         the torture suite (also
+                                                   ``python -m benchmarks.torture``)
+``python -m benchmarks COMMAND [--help]``          one benchmark alone: recall, runtime,
+                                                   store-sqlite, store-postgres, compression,
+                                                   tokens, redaction, search-recall, ...
+=================================================  ===========================================
 
-=============================================  ========================================
-``python -m benchmarks.runtime``               turn-runtime overhead and growth ratio
-``python -m benchmarks.store_sqlite``          SQLite store with the raw-SQLite ceiling
-``python -m benchmarks.store_postgres``        the same on PostgreSQL (needs a server)
-``python -m benchmarks.compression``           the compressor engineer's own comparison
-``python -m benchmarks.tokens``                token counting throughput
-``python -m benchmarks.recall``                recall after compaction, three systems
-``python -m benchmarks.torture``               the torture suite (not a benchmark)
-=============================================  ========================================
+The table of commands is :data:`benchmarks.commands.COMMANDS`.
 """
 
 from __future__ import annotations
 
 import sys
 
-from .compare import main
+from .commands import main
 
 if __name__ == "__main__":
     sys.exit(main())

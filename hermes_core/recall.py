@@ -3,7 +3,7 @@
 A probe is a question an engineer resuming a session would ask, with the strings
 that answer it verbatim (``transcripts/probes/``). Scoring follows the rules of
 ``transcripts/probes/README.md`` exactly, so our numbers agree with the reference
-scorer beside the probes (``tests/test_recall.py`` checks that they do):
+scorer beside the probes (``tests/hermes_core/test_recall.py`` checks that they do):
 
 * the *text of a message* is its content (list content reduced to its text
   parts) plus, for each assistant tool call, the function name, the raw

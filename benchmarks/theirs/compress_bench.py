@@ -148,7 +148,7 @@ def run_compress(job: CompressJob) -> dict[str, Any]:
 
 
 def read_compress_job(argv: list[str]) -> CompressJob:
-    job = read_job(argv, CompressJob)
+    job: CompressJob = read_job(argv, CompressJob)
     if job.seam not in ("call_llm", "generate_summary"):
         raise RunnerError(f"seam={job.seam!r}: expected 'call_llm' or 'generate_summary'")
     return job

@@ -22,7 +22,7 @@ from typing import Any
 THEIRS = Path(__file__).resolve().parent
 sys.path[:0] = [str(THEIRS.parent), str(THEIRS)]
 
-from theirs_env import (  # noqa: E402
+from environment import (  # noqa: E402
     ensure_theirs_venv,
     read_install_record,
     run_theirs_runner,

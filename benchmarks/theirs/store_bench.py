@@ -84,7 +84,7 @@ def synthetic_messages(count: int, seed: int) -> list[dict[str, Any]]:
 def source_messages(job: StoreJob) -> list[dict[str, Any]]:
     if job.messages_file is None:
         return synthetic_messages(997, job.seed)
-    messages = load_messages(job.messages_file)
+    messages: list[dict[str, Any]] = load_messages(job.messages_file)
     if not messages:
         raise RunnerError(f"messages_file={job.messages_file!r} holds no messages")
     return messages

@@ -35,7 +35,7 @@ def docs_block() -> str:
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     found = [block for block in blocks if "def agent_turn(" in block]
     assert len(found) == 1, "docs/runtime.md must hold exactly one block defining agent_turn"
-    return found[0]
+    return str(found[0])
 
 
 def docs_loop(client: Any, run_tool: Any = None) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def docs_loop(client: Any, run_tool: Any = None) -> dict[str, Any]:
     its own client and host instead of reading the environment).
     """
     tree = ast.parse(docs_block())
-    keep = [
+    keep: list[ast.stmt] = [
         node
         for node in tree.body
         if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef)

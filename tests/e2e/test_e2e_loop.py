@@ -22,7 +22,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from e2e_support import (
+from openai import OpenAI
+
+from hermes_core.runtime import UNANSWERED_RESULT
+from hermes_hookspecs import ValidationError, hookimpl
+from tests.e2e.e2e_support import (
     agent_rules,
     ask,
     child_env,
@@ -37,10 +41,6 @@ from e2e_support import (
     user_text,
     write_config,
 )
-from openai import OpenAI
-
-from hermes_core.runtime import UNANSWERED_RESULT
-from hermes_hookspecs import ValidationError, hookimpl
 
 TURNS = 62
 FAKE_COMMAND = [sys.executable, "-m", "hermes_core.testing.fake_openai"]

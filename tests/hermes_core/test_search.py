@@ -1,0 +1,356 @@
+"""hermes_core.search: search_with_context on both stores, and the probe query/text rules.
+
+The recall probes' reference scorer (``transcripts/probes/recall.py``) is the
+authority for ``content_words`` and the text of a message; the tests check our
+implementation agrees with it on every probe question and every message of the
+bundled probe sessions, read by our importers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from hermes_core.replay import pick_importer
+from hermes_core.search import (
+    STOPWORDS,
+    SearchResult,
+    content_words,
+    message_text,
+    search_with_context,
+)
+from hermes_hookspecs import (
+    Message,
+    NewMessage,
+    NewSession,
+    SessionStore,
+    ToolCall,
+    ToolFunction,
+    ValidationError,
+)
+from hermes_plugin_importers import builtin_importers
+from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
+
+PROBES = Path(__file__).resolve().parents[2] / "transcripts" / "probes"
+
+
+def _reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("probe_recall_reference", PROBES / "recall.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("probe_recall_reference", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _probe_files() -> list[Path]:
+    return sorted(PROBES.glob("*.json"))
+
+
+# -- the probe rules ------------------------------------------------------------------------
+def test_content_words_agrees_with_the_reference() -> None:
+    ref = _reference()
+    assert frozenset(ref.STOPWORDS) == STOPWORDS
+    questions = [p["question"] for f in _probe_files() for p in json.loads(f.read_text("utf-8"))]
+    assert len(questions) == 60
+    questions += [
+        "",
+        "What did the user's `go.mod` bump to, after v1.2.3?",
+        "Don't use ../../x/y.go or a_b-c.d e f gh ijk LMNOP qrstu vwxyz twelve words here ok",
+        "é中文 ünïcode ΑΒΓ ЖЖЖ",
+    ]
+    for question in questions:
+        assert content_words(question) == ref.content_words(question), question
+        assert content_words(question, 3) == ref.content_words(question, 3)
+
+
+def test_message_text_agrees_with_the_reference_on_real_sessions() -> None:
+    ref = _reference()
+    importers = builtin_importers()
+    checked = 0
+    for probe_file in _probe_files():
+        (transcript,) = sorted(PROBES.parent.glob(f"*/{probe_file.stem}.jsonl*"))
+        conversation = pick_importer(importers, transcript).load(transcript)[0]
+        for message in conversation.messages:
+            assert message_text(message) == ref.message_text(message.to_api())
+            checked += 1
+    assert checked > 2000
+    odd = Message(
+        role="assistant",
+        content=[{"type": "text", "text": "parts"}, {"type": "text", "text": "joined"}],
+        tool_calls=[
+            ToolCall(id="a", function=ToolFunction(name="sh", arguments='{"c": "x\\"y\\nz"}')),
+            ToolCall(id="b", function=ToolFunction(name="raw", arguments='"a bare string"')),
+            ToolCall(
+                id="c", function=ToolFunction(name="n", arguments='{"k": [1, {"s": "deep"}]}')
+            ),
+        ],
+    )
+    assert message_text(odd) == ref.message_text(odd.to_api())
+    assert 'x"y\nz' in message_text(odd) and "deep" in message_text(odd)
+
+
+# -- search_with_context on both stores --------------------------------------------------------
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    if request.param == "sqlite":
+        from hermes_plugin_sqlite_store import SqliteSessionStore
+
+        opened: SessionStore = SqliteSessionStore(tmp_path / "s.db")
+        try:
+            yield opened
+        finally:
+            opened.close()
+        return
+    dsn, reason = find_dsn()
+    if dsn is None:
+        if in_ci():
+            pytest.fail(f"PostgreSQL tests must run in CI: {reason}")
+        pytest.skip(reason)
+    from hermes_plugin_postgres_store import PostgresSessionStore
+
+    with scratch_schema(dsn) as schema:
+        pg = PostgresSessionStore(dsn, schema=schema, min_size=1, max_size=2)
+        try:
+            yield pg
+        finally:
+            pg.close()
+
+
+def user(text: str) -> NewMessage:
+    return NewMessage(message=Message(role="user", content=text))
+
+
+def ids(results: list[SearchResult]) -> list[list[int]]:
+    return [[row.id for row in result.window] for result in results]
+
+
+def test_window_is_write_order_within_the_session(store: SessionStore) -> None:
+    a = store.create_session(NewSession()).id
+    b = store.create_session(NewSession()).id
+    rows_a, rows_b = [], []
+    for i in range(6):  # interleaved writes: ids of a and b alternate
+        rows_a += store.append_messages(a, [user(f"a{i} " + ("heron" if i == 3 else "filler"))])
+        rows_b += store.append_messages(b, [user(f"b{i} " + ("heron" if i == 1 else "filler"))])
+    (result,) = search_with_context(store, "heron", session_ids=[a], neighbours=2)
+    assert result.hit.message_id == rows_a[3].id and result.message.id == rows_a[3].id
+    assert [r.id for r in result.before] == [rows_a[1].id, rows_a[2].id]
+    assert [r.id for r in result.after] == [rows_a[4].id, rows_a[5].id]
+    assert "heron" in result.text() and "b1" not in result.text()
+    assert [h.message_id for h in result.hits] == [rows_a[3].id]
+    both = search_with_context(store, "heron", session_ids=[a, b], neighbours=1)
+    assert {r.hit.session_id for r in both} == {a, b}
+    for r in both:
+        assert {row.session_id for row in r.window} == {r.hit.session_id}
+    (first,) = [r for r in both if r.hit.session_id == b]
+    assert [row.id for row in first.window] == [rows_b[0].id, rows_b[1].id, rows_b[2].id]
+
+
+def test_overlapping_windows_are_one_place(store: SessionStore) -> None:
+    sid = store.create_session(NewSession()).id
+    texts = ["x"] * 30
+    for at in (5, 6, 7, 15, 22, 27):  # 5-7 overlap; 15, 22 and 27 stand alone
+        texts[at] = f"ptarmigan sighting {at}"
+    rows = store.append_messages(sid, [user(f"{i} {t}") for i, t in enumerate(texts)])
+    results = search_with_context(store, "ptarmigan", session_ids=[sid], limit=3, neighbours=1)
+    assert len(results) == 3
+    windows = [set(w) for w in ids(results)]
+    assert all(not (x & y) for i, x in enumerate(windows) for y in windows[i + 1 :])
+    all_places = search_with_context(store, "ptarmigan", session_ids=[sid], limit=10)
+    assert len(all_places) == 4
+    (merged,) = [r for r in all_places if len(r.hits) > 1]
+    assert sorted(h.message_id for h in merged.hits) == [rows[5].id, rows[6].id, rows[7].id]
+    assert [row.id for row in merged.window] == [rows[i].id for i in range(4, 9)]
+    assert merged.hit == merged.hits[0]
+    assert merged.before and merged.after
+    assert all(row.id < merged.message.id for row in merged.before)
+    assert all(row.id > merged.message.id for row in merged.after)
+    alone = [r for r in all_places if len(r.hits) == 1]
+    assert sorted(r.message.id for r in alone) == [rows[15].id, rows[22].id, rows[27].id]
+    assert all(len(r.window) == 3 for r in alone)
+
+
+def test_limit_counts_places_not_hits(store: SessionStore) -> None:
+    sid = store.create_session(NewSession()).id
+    texts = [f"{i} " + ("godwit" if i < 12 else "other") for i in range(40)]
+    for at in (20, 30, 38):
+        texts[at] = f"{at} godwit"
+    store.append_messages(sid, [user(t) for t in texts])
+    results = search_with_context(store, "godwit", session_ids=[sid], limit=4, neighbours=1)
+    assert len(results) == 4  # the run of 12 adjacent hits is one place, the other three follow
+    windows = [set(w) for w in ids(results)]
+    assert all(not (x & y) for i, x in enumerate(windows) for y in windows[i + 1 :])
+    (run,) = [r for r in results if len(r.hits) > 1]
+    assert {row.id for row in run.window} >= {h.message_id for h in run.hits}
+    assert sorted(len(r.window) for r in results) == [3, 3, 3, len(run.hits) + 2]
+
+
+def test_scope_compacted_and_bad_input(store: SessionStore) -> None:
+    sid = store.create_session(NewSession()).id
+    other = store.create_session(NewSession()).id
+    store.append_messages(other, [user("plover elsewhere")])
+    rows = store.append_messages(sid, [user("one"), user("plover here"), user("three")])
+    store.archive_and_compact(
+        sid, [NewMessage(message=Message(role="user", content="summary"))], watermark=rows[-1].id
+    )
+    live = store.append_messages(sid, [user("plover again"), user("tail")])
+    everything = search_with_context(store, "plover", session_ids=[sid])
+    assert {r.hit.session_id for r in everything} == {sid}
+    assert {r.message.id for r in everything} == {rows[1].id, live[0].id}
+    active = search_with_context(store, "plover", session_ids=[sid], include_compacted=False)
+    assert [r.message.id for r in active] == [live[0].id]
+    assert all(row.active for row in active[0].window)
+    assert search_with_context(store, "plover", session_ids=[]) == []
+    assert search_with_context(store, "", session_ids=[sid]) == []
+    assert search_with_context(store, "plover", session_ids=[sid], limit=0) == []
+    assert len(search_with_context(store, "plover", session_ids=None)) == 3
+    huge = "plover " + " ".join(f"t{i}" for i in range(3000))
+    assert {r.hit.session_id for r in search_with_context(store, huge, session_ids=[sid])} == {sid}
+    bad: list[dict[str, Any]] = [{"limit": -1}, {"neighbours": -1}, {"limit": "5"}]
+    for kwargs in bad:
+        with pytest.raises(ValidationError):
+            search_with_context(store, "plover", session_ids=[sid], **kwargs)
+    with pytest.raises(ValidationError):
+        search_with_context(store, "plover", session_ids=sid)
+    with pytest.raises(ValidationError):
+        search_with_context(store, "plover", session_ids=iter([sid]))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        search_with_context(store, 42, session_ids=[sid])  # type: ignore[arg-type]
+
+
+def test_harness_rows_come_after_the_others(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    store = SqliteSessionStore(str(tmp_path / "h.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        reminder = "deploy deploy deploy failed failed: the deploy failed again " * 5
+        store.append_messages(
+            sid,
+            [
+                NewMessage.model_validate(
+                    {"message": {"role": "user", "content": reminder, "harness": "x.reminder"}}
+                ),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"n{i}"}})
+                    for i in range(4)
+                ),
+                NewMessage.model_validate(
+                    {"message": {"role": "user", "content": "the deploy failed: E4711"}}
+                ),
+            ],
+        )
+        places = search_with_context(store, "deploy failed", session_ids=[sid], limit=2)
+        assert [p.message.message.text() for p in places] == [
+            "the deploy failed: E4711",
+            reminder,
+        ]
+    finally:
+        store.close()
+
+
+ORIGINAL = "the deploy failed: E4711 " + " ".join(f"log{i}" for i in range(200))
+
+
+def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    store = SqliteSessionStore(str(tmp_path / "s.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        # the summary is short and dense, so the index alone ranks it above the original
+        summary = "- #6 deploy failed: E4711 (deploy failed)"
+
+        def summary_row(n: int) -> NewMessage:
+            return NewMessage.model_validate(
+                {
+                    "message": {
+                        "role": "user",
+                        "content": f"{summary} (summary {n})",
+                        "kind": "summary",
+                        "summary": {"progress": summary},
+                    }
+                }
+            )
+
+        store.append_messages(
+            sid,
+            [
+                summary_row(1),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"n{i}"}})
+                    for i in range(4)
+                ),
+                NewMessage.model_validate({"message": {"role": "user", "content": ORIGINAL}}),
+                *(
+                    NewMessage.model_validate({"message": {"role": "user", "content": f"m{i}"}})
+                    for i in range(4)
+                ),
+                summary_row(2),
+            ],
+        )
+        places = search_with_context(store, "deploy failed", session_ids=[sid], limit=3)
+        kinds = [p.message.message.kind for p in places]
+        assert places[0].message.message.text() == ORIGINAL
+        assert kinds == ["message", "summary", "summary"]
+    finally:
+        store.close()
+
+
+def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import NewMessage, NewSession
+    from hermes_plugin_sqlite_store.store import SqliteSessionStore
+
+    def msg(text: str) -> NewMessage:
+        return NewMessage.model_validate({"message": {"role": "user", "content": text}})
+
+    store = SqliteSessionStore(str(tmp_path / "d.db"))
+    try:
+        sid = store.create_session(NewSession()).id
+        rerun = "--- FAIL: TestReplicate (0.14s) replicate failed"
+        rows = store.append_messages(
+            sid,
+            [
+                msg(rerun),
+                *(msg(f"a{i}") for i in range(3)),
+                msg(rerun + "  "),  # the same output again (whitespace aside)
+                *(msg(f"b{i}") for i in range(3)),
+                msg("the replicate run failed on push: short pkt-line 4 " + "x " * 40),
+            ],
+        )
+        places = search_with_context(store, "replicate failed", session_ids=[sid], limit=2)
+        assert [p.message.message.text() for p in places][1].startswith("the replicate run")
+        assert sorted([places[0].hit.message_id, *places[0].duplicates]) == [rows[0].id, rows[4].id]
+    finally:
+        store.close()
+
+
+def test_passages_pick_the_lines_covering_most_terms() -> None:
+    from hermes_core.searchkit import passages
+
+    lines = [f"line {i} of the listing" for i in range(300)]
+    lines[150] = "ok pkg/integration_test 71.643s"
+    lines[40] = "integration only"
+    text = "\n".join(lines)
+    shown = passages(text, ["integration_test", "pkg"], 200)
+    assert "ok pkg/integration_test 71.643s" in shown and len(shown) < 320
+    assert "chars skipped]" in shown and "more chars]" in shown
+    # no term: the head and the tail (a command's verdict is at its end)
+    plain = passages(text, ["absent"], 300)
+    assert plain.startswith("line 0 ") and "line 299 of the listing" in plain
+    # a room smaller than one passage still shows the best one, cut
+    tiny = passages("x" * 500 + "\n" + "needle " * 40, ["needle"], 50)
+    assert "needle" in tiny and len(tiny) < 120
+    assert passages("short", ["x"], 100) == "short"

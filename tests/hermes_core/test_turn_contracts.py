@@ -1,0 +1,341 @@
+"""The turn runtime's contracts that issue #15 found broken, one test per promise.
+
+Real SQLite files and the default plugins; a tiny engine only where the test
+is about *when* compression runs rather than what it produces.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes_core.runtime import MAX_ARGUMENT_DEPTH, UNANSWERED_RESULT
+from hermes_hookspecs import (
+    CompressionRequest,
+    CompressionResult,
+    ConfigError,
+    ContextEngine,
+    NewMessage,
+    ValidationError,
+    hookimpl,
+)
+from tests.hosts import HostFactory
+
+
+@pytest.fixture
+def host(make_host: HostFactory) -> HostFactory:
+    """Hosts with the default plugins (memory_builtin blocked) and a 32K window."""
+    return make_host.with_sections(model={"context_length": 32_000})
+
+
+class KeepLast(ContextEngine):
+    """Keeps the last stored user turn; ``due`` decides should_compress when set."""
+
+    name = "keep-last"
+    due: bool | None = None
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        rows = request.messages
+        start = max(i for i, r in enumerate(rows) if r.message.role == "user")
+        kept = [NewMessage(message=r.message, origin_id=r.id) for r in rows[start:]]
+        return CompressionResult(status="compressed", engine=self.name, messages=kept)
+
+    def should_compress(self, session_id: str, prompt_tokens: int, threshold_tokens: int) -> bool:
+        if self.due is not None:
+            return self.due
+        return prompt_tokens >= threshold_tokens
+
+
+class KeepLastPlugin:
+    def __init__(self, engine: KeepLast | None = None) -> None:
+        self.engine = engine or KeepLast()
+
+    @hookimpl
+    def register_context_engines(self, register):  # type: ignore[no-untyped-def]
+        register(self.engine)
+
+
+def call(call_id: str, name: str = "bash", arguments: str = "{}") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def chat(session: Any, text: str, usage: dict[str, Any] | None = None) -> None:
+    with session.turn() as turn:
+        turn.prepare(text)
+        turn.record_response({"role": "assistant", "content": f"re: {text}"}, usage)
+        turn.commit()
+
+
+def usage(prompt_tokens: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": 10, "total_tokens": prompt_tokens}
+
+
+def well_formed(messages: list[dict[str, Any]]) -> None:
+    """What the chat-completions API demands of tool calls (else a 400)."""
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        ids = [c["id"] for c in message.get("tool_calls") or []]
+        answered = []
+        for follow in messages[i + 1 :]:
+            if follow["role"] != "tool":
+                break
+            answered.append(follow["tool_call_id"])
+        assert sorted(answered) == sorted(ids), f"message {i}: calls {ids} answered by {answered}"
+
+
+# -- item 1: real usage drives compression --------------------------------------------
+def test_reported_usage_over_the_threshold_compresses_at_commit(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host()  # the default engine (compressor) and summarizer
+    session = hermes.new_session(cwd=".")
+    for i in range(7):  # ~17K estimated tokens, under the 20,928 trigger
+        chat(session, f"step {i}: " + " ".join(f"w{i}x{j}" for j in range(300)))
+    threshold = hermes.threshold(session.model).threshold_tokens
+    assert session.active_tokens < threshold  # the estimate alone never fires
+    assert hermes.store().get_session(session.id).compression_count == 0
+    chat(session, "one more", usage(threshold + 5_000))
+    assert hermes.store().get_session(session.id).compression_count == 1
+
+
+def test_reported_usage_over_the_hygiene_line_compresses_before_the_turn(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    engine = KeepLast()
+    engine.due = False  # the per-request checks never fire: only hygiene can
+    hermes = host(KeepLastPlugin(engine), compression={"engine": "keep-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    hygiene = hermes.threshold(session.model).hygiene_tokens
+    chat(session, "big", usage(hygiene + 900))
+    assert hermes.store().get_session(session.id).compression_count == 0
+    with session.turn():
+        pass
+    assert hermes.store().get_session(session.id).compression_count == 1
+
+
+# -- item 2: select_context keeps the turn's injected context -----------------------
+class Injector:
+    @hookimpl
+    def pre_llm_call(self, user_message):  # type: ignore[no-untyped-def]
+        return "On-call today: Ada."
+
+
+class DropOldest:
+    @hookimpl
+    def select_context(self, request):  # type: ignore[no-untyped-def]
+        return [request.messages[0], *request.messages[2:]]
+
+
+def test_a_select_context_answer_sends_the_injected_user_content(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(Injector(), DropOldest())
+    session = hermes.new_session(cwd=".")
+    chat(session, "first")
+    with session.turn() as turn:
+        request = turn.prepare("second")
+        sent = request.messages[-1]
+        assert "On-call today: Ada." in sent["content"]
+        turn.record_response({"role": "assistant", "content": "ok"})
+        turn.commit()
+    stored = hermes.store().active_messages(session.id)[-2]
+    assert stored.api_content == sent["content"]
+    with session.turn() as turn:  # the next request resends the same bytes
+        later = turn.prepare("third").messages
+        assert sent in later
+
+
+# -- item 3: tool bytes and the ledger ------------------------------------------------
+UNSORTED_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Run a shell command",
+        "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+    },
+}
+
+
+def _wire(tools: list[dict[str, Any]]) -> str:
+    return json.dumps(tools)  # what an HTTP client sends: key order as given
+
+
+def test_resume_sends_the_same_tool_bytes(tmp_path: Path, host: HostFactory) -> None:
+    with_memory: dict[str, Any] = {"plugins": {"block": []}}  # the builtin memory tool's schema too
+    first = host(**with_memory)
+    session = first.new_session(cwd=".", tools=[UNSORTED_TOOL])
+    with session.turn() as turn:
+        created = _wire(turn.prepare("hello").chat_body()["tools"])
+        turn.record_response({"role": "assistant", "content": "hi"})
+        turn.commit()
+    assert "memory" in created
+    second = host(**with_memory)
+    resumed = second.open_session(session.id)
+    with resumed.turn() as turn:
+        assert _wire(turn.prepare("again").chat_body()["tools"]) == created
+
+
+def test_an_unanswered_prepare_is_not_a_request_of_the_ledger(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host()
+    session = hermes.new_session(cwd=".", tools=[UNSORTED_TOOL])
+    chat(session, "one")
+    with session.turn() as turn:
+        turn.prepare("never sent")  # then the turn aborts
+    again = host().open_session(session.id)
+    chat(again, "two")
+    entries = hermes.store().prefix_entries(session.id)
+    assert [e.break_reason for e in entries] == ["first", None]
+    assert [e.request_index for e in entries] == [0, 1]
+
+
+# -- item 4: nothing is stored before commit() ---------------------------------------
+def test_a_turn_compressed_mid_way_then_aborted_stores_nothing_of_itself(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(KeepLastPlugin(), compression={"engine": "keep-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    store = hermes.store()
+    before = [r.model_dump() for r in store.all_messages(session.id)]
+    threshold = hermes.threshold(session.model).threshold_tokens
+    with session.turn() as turn:
+        first = turn.prepare("long task")
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
+            usage(threshold + 100),
+        )
+        turn.add_tool_result("c1", "output")
+        request = turn.prepare()  # compression is due in the middle of the turn
+        assert request.compressed and len(request.messages) < len(first.messages) + 2
+        assert [m["role"] for m in request.messages] == ["system", "user", "assistant", "tool"]
+        # the abort: the with block ends without commit()
+    assert [r.model_dump() for r in store.all_messages(session.id)] == before
+    assert store.get_session(session.id).compression_count == 0
+    chat(session, "long task")  # the retry stores the user message once
+    texts = [r.message.text() for r in store.all_messages(session.id)]
+    assert texts.count("long task") == 1
+
+
+def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(KeepLastPlugin(), compression={"engine": "keep-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    with session.turn() as turn:
+        turn.prepare("long task")
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
+            usage(threshold + 100),
+        )
+        turn.add_tool_result("c1", "output")
+        assert turn.prepare().compressed
+        turn.record_response({"role": "assistant", "content": "done"})
+        stored = turn.commit()
+    assert [m.message.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+    store = hermes.store()
+    assert store.get_session(session.id).compression_count == 1  # for real, after the commit
+    originals = [m for m in store.all_messages(session.id) if m.origin_id is None]
+    assert [m.message.role for m in originals].count("user") == 4
+
+
+# -- item 5: an unanswered tool call ---------------------------------------------------
+def test_commit_stubs_an_unanswered_tool_call_so_the_next_request_is_valid(
+    tmp_path: Path,
+    host: HostFactory,
+) -> None:
+    hermes = host()
+    session = hermes.new_session(cwd=".")
+    with session.turn() as turn:
+        turn.prepare("run both")
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call("c1"), call("c2")]}
+        )
+        turn.add_tool_result("c2", "second done")
+        turn.commit()
+    with session.turn() as turn:
+        messages = turn.prepare("next").messages
+    well_formed(messages)
+    stub = next(m for m in messages if m.get("tool_call_id") == "c1")
+    assert stub["content"] == UNANSWERED_RESULT
+
+
+# -- item 6: rotation with a stale handle ----------------------------------------------
+def test_a_stale_handle_follows_a_rotation_to_the_live_session(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    settings: dict[str, Any] = {"compression": {"engine": "keep-last", "in_place": False}}
+    a = host(KeepLastPlugin(), **settings)
+    b = host(KeepLastPlugin(), **settings)
+    session_a = a.new_session(cwd=".")
+    for i in range(3):
+        chat(session_a, f"step {i}")
+    session_b = b.open_session(session_a.id)  # process B holds the parent
+    parent = session_a.id
+    outcome = session_a.compress()
+    child = outcome.new_session_id
+    assert child and session_a.id == child
+    parent_rows = len(a.store().all_messages(parent))
+    with session_b.turn() as turn:
+        assert turn.session.id == child
+        request = turn.prepare("from B")
+        assert len(request.messages) > 2  # the history came along
+        turn.record_response({"role": "assistant", "content": "ok"})
+        turn.commit()
+    assert len(a.store().all_messages(parent)) == parent_rows
+    assert a.store().active_messages(child)[-1].message.text() == "ok"
+    # on reload too, with the live session's own frozen prompt
+    stale = b.open_session(child)
+    chat(session_a, "A goes on")
+    session_a.compress()
+    assert session_a.id != child
+    stale.reload()
+    assert stale.id == session_a.id
+    assert stale.prompt.prompt_hash == a.store().get_session(session_a.id).system_prompt_hash
+    assert b.open_session(parent).id == session_a.id  # opening an old id finds the live one
+
+
+# -- item 7: a window the output reservation fills -------------------------------------
+def test_max_output_tokens_at_or_over_the_window_is_a_config_error(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(model={"context_length": 8_000, "max_output_tokens": 8_000})
+    with pytest.raises(ConfigError, match=r"max_output_tokens \(8000\).*context length \(8000\)"):
+        hermes.threshold()
+
+
+# -- item 9: tool arguments nested absurdly deep ----------------------------------------
+def test_deeply_nested_tool_arguments_are_refused_before_anything_is_stored(
+    tmp_path: Path,
+    host: HostFactory,
+) -> None:
+    hermes = host()
+    session = hermes.new_session(cwd=".")
+    deep = "[" * 500 + "]" * 500
+    with session.turn() as turn:
+        turn.prepare("hi")
+        with pytest.raises(ValidationError, match=r"'deep-1'.*nested 500 deep"):
+            turn.record_response(
+                {"role": "assistant", "content": None, "tool_calls": [call("deep-1", "x", deep)]}
+            )
+    assert hermes.store().all_messages(session.id) == []
+    ok = "[" * MAX_ARGUMENT_DEPTH + "]" * MAX_ARGUMENT_DEPTH
+    with session.turn() as turn:
+        turn.prepare("hi")
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call("c", "x", ok)]}
+        )
+        turn.add_tool_result("c", "ok")
+        turn.commit()
+    assert len(hermes.store().all_messages(session.id)) == 3

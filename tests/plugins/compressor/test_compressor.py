@@ -1,0 +1,602 @@
+"""The ``compressor`` engine: phases, repair, failure policy, status, real-transcript quality."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hermes_core.config import settings_from
+from hermes_core.identifiers import extract_all, flatten
+from hermes_core.testing.engine_suite import ContextEngineSuite, sequence_problems
+from hermes_core.testing.fake_openai import ErrorReply, FakeOpenAIServer, Reply
+from hermes_hookspecs import (
+    SUMMARY_BEGIN,
+    SUMMARY_END,
+    CompressionRequest,
+    CompressionSettings,
+    HandoffSummary,
+    Message,
+    SelectRequest,
+    StoredMessage,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+    ToolCall,
+    ToolFunction,
+    Usage,
+)
+from hermes_plugin_compressor import CompressorSettings, ContextCompressor
+from hermes_plugin_compressor import register_context_engines as register_engine
+from hermes_plugin_compressor.prune import cut_arguments
+from hermes_plugin_compressor.repair import plan_repair, repair_messages
+from hermes_plugin_summarizer_openai import OpenAISummarizer
+from hermes_plugin_tail_lean import LeanTail, LeanTailSettings
+from tests.compressor_support import (
+    FixedSummarizer,
+    MemoryStore,
+    PluginHost,
+    load_openai_chat,
+    replay,
+    settings_for,
+)
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def call(call_id: str, name: str = "bash", **args: Any) -> ToolCall:
+    return ToolCall(id=call_id, function=ToolFunction(name=name, arguments=json.dumps(args)))
+
+
+def session(turns: int = 12, output_chars: int = 3_000) -> list[Message]:
+    out: list[Message] = [Message(role="user", content="Fix the flaky test in src/app/models.py")]
+    for t in range(turns):
+        out.append(
+            Message(
+                role="assistant",
+                content=f"Step {t}: checking",
+                tool_calls=[
+                    call(f"c{t}a", cmd=f"pytest tests/test_{t}.py"),
+                    call(f"c{t}b", cmd="git log"),
+                ],
+            )
+        )
+        body = f"FAILED tests/test_{t}.py::test_x - KeyError: 'k{t}'\n" + "log line\n" * (
+            output_chars // 9
+        )
+        out.append(Message(role="tool", tool_call_id=f"c{t}a", content=body))
+        out.append(Message(role="tool", tool_call_id=f"c{t}b", content=f"commit a1b2c3d{t:02d}e\n"))
+        if t % 4 == 3:
+            out.append(Message(role="user", content=f"Keep going, turn {t}; never touch setup.py"))
+    out.append(Message(role="assistant", content="Done for now."))
+    return out
+
+
+def rows(messages: list[Message], first_id: int = 1) -> list[StoredMessage]:
+    return [
+        StoredMessage(id=first_id + i, session_id="s1", position=i, message=m, created_at=0.0)
+        for i, m in enumerate(messages)
+    ]
+
+
+def request(
+    messages: list[Message], settings: CompressionSettings, **extra: Any
+) -> CompressionRequest:
+    return CompressionRequest(session_id="s1", messages=rows(messages), settings=settings, **extra)
+
+
+@pytest.fixture
+def host() -> PluginHost:
+    return PluginHost(summarizers=[FixedSummarizer()])
+
+
+@pytest.fixture
+def engine(host: PluginHost) -> ContextCompressor:
+    compressor = ContextCompressor(clock=Clock())
+    compressor.bind(host)
+    return compressor
+
+
+def out_messages(result: Any) -> list[Message]:
+    return [m.message for m in result.messages]
+
+
+# -- the conformance suite of the core ------------------------------------------------------
+
+
+class TestConformanceLean(ContextEngineSuite):
+    @pytest.fixture
+    def engine(self) -> ContextCompressor:
+        return ContextCompressor()
+
+    @pytest.fixture
+    def host(self) -> PluginHost:
+        return PluginHost()
+
+
+class TestConformanceLegacy(TestConformanceLean):
+    def settings(self, **extra: Any) -> CompressionSettings:
+        return super().settings(tail="legacy", **extra)
+
+
+def test_register_hook_contributes_the_engine() -> None:
+    got: list[Any] = []
+    register_engine(
+        register=got.append, settings=settings_from({"compression": {"breaker_after": 5}})
+    )
+    assert [type(e) for e in got] == [ContextCompressor] and got[0].name == "compressor"
+    assert got[0].settings.breaker_after == 5  # configured from its keys of [compression]
+
+
+# -- repair rule -------------------------------------------------------------------------------
+
+
+def test_repair_removes_orphans_and_stubs_missing_results_with_pointer() -> None:
+    messages = [
+        Message(role="tool", tool_call_id="ghost", content="orphan at start"),
+        Message(role="user", content="go"),
+        Message(role="assistant", tool_calls=[call("a"), call("b")]),
+        Message(role="tool", tool_call_id="a", content="A"),
+        Message(role="tool", tool_call_id="a", content="A again"),
+        Message(role="user", content="next"),
+        Message(role="tool", tool_call_id="b", content="B, too late"),
+        Message(role="assistant", content="ok"),
+    ]
+    fixed = repair_messages(messages, {"b": 42})
+    assert [m.role for m in fixed] == ["user", "assistant", "tool", "tool", "user", "assistant"]
+    assert fixed[3].tool_call_id == "b" and "session_open(message_id=42)" in str(fixed[3].content)
+    assert not sequence_problems(fixed)
+    assert repair_messages(fixed) == fixed
+
+
+def test_repair_leaves_the_in_flight_last_assistant_alone() -> None:
+    messages = [
+        Message(role="user", content="go"),
+        Message(role="assistant", tool_calls=[call("a"), call("b")]),
+        Message(role="tool", tool_call_id="a", content="A"),
+    ]
+    assert not plan_repair(messages).changes
+    assert repair_messages(messages) == messages
+
+
+# -- prune ---------------------------------------------------------------------------------------
+
+
+def test_cut_arguments_stays_json_with_keys_and_pointer() -> None:
+    args = json.dumps({"path": "src/a.py", "new_str": "x" * 10_000, "n": 3})
+    cut = cut_arguments(args, 500, 17)
+    data = json.loads(cut)
+    assert len(cut) <= 500 and data["path"] == "src/a.py" and data["n"] == 3
+    assert "session_open(message_id=17)" in data["_compacted"]
+
+
+def test_prune_collapses_duplicates_and_placeholders_name_tool_and_pointer(
+    engine: ContextCompressor,
+) -> None:
+    messages = session(turns=14)
+    result = engine.compress(
+        request(messages, settings_for(8_000, tail="legacy", protect_first_n=4))
+    )
+    assert result.status == "compressed", result.reason
+    out = out_messages(result)
+    head_tools = [m for m in out[:4] if m.role == "tool"]
+    assert head_tools, "the protected head holds the first tool round"
+    assert head_tools[0].content is not None
+    assert str(head_tools[0].content).startswith(
+        "[tool result compacted: bash(cmd=pytest tests/test_0.py)"
+    )
+    assert "session_open(message_id=3)" in str(head_tools[0].content)
+    assert not result.messages[2].origin_id  # changed by pruning: no longer a copy
+    assert result.messages[0].origin_id == 1  # the task, carried unchanged
+
+
+def test_a_head_placeholder_says_what_the_result_was(engine: ContextCompressor) -> None:
+    # the head stays in the view and is never summarized: its pruned tool result keeps
+    # its outcome line, or what it said would be gone from the context
+    messages = session(turns=14)
+    result = engine.compress(
+        request(messages, settings_for(8_000, tail="legacy", protect_first_n=4))
+    )
+    assert result.status == "compressed", result.reason
+    [first, *_] = [m for m in out_messages(result)[:4] if m.role == "tool"]
+    assert "returned 3," in str(first.content)
+    assert ": FAILED tests/test_0.py::test_x - KeyError: 'k0'; open it with" in str(first.content)
+
+
+def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
+    # a 5.6K-token system prompt takes 28% of a 20K trigger: the lean tail's share of the
+    # room, the handoff's floor and the tail's sections used to end the view near 60% of
+    # the trigger, so the next compaction came a few turns later
+    from hermes_plugin_compressor.engine import AFTER_TARGET
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    engine = ContextCompressor()
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=3_000, lean_tail_max_tokens=8_000))
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[tail]))
+    settings = settings_for(20_000, tail="lean", summarizer="deterministic")
+    result = engine.compress(
+        request(session(turns=40, output_chars=1_500), settings, system_tokens=5_600)
+    )
+    assert result.status == "compressed", result.reason
+    assert (result.tokens_after + 5_600) / 20_000 <= AFTER_TARGET
+    assert any(note.startswith("tail planned again in ") for note in result.notes)
+
+
+def test_a_huge_tool_output_in_the_tail_yields_room_to_the_handoff() -> None:
+    # the last round read a file as large as the after-compaction target: the handoff was
+    # sized as if that output stayed whole, and got its floor; fit_tail cuts such an output
+    # to an excerpt anyway, so the handoff is sized against the excerpt
+    from hermes_plugin_compressor.engine import handoff_floor
+
+    class Recording(FixedSummarizer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.budgets: list[int] = []
+
+        def summarize(self, request: Any) -> Any:
+            self.budgets.append(request.max_output_tokens)
+            return super().summarize(request)
+
+    summarizer = Recording()
+    engine = ContextCompressor()
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=20_000, lean_tail_max_tokens=25_000))
+    engine.bind(PluginHost(summarizers=[summarizer], tails=[tail]))
+    messages = session(turns=200, output_chars=3_000)  # a long history: a large budget
+    messages[-1:] = [
+        Message(role="assistant", content=None, tool_calls=[call("big", cmd="cat big.go")]),
+        Message(role="tool", tool_call_id="big", content="x = 1\n" * 12_000),
+    ]
+    settings = settings_for(40_000, tail="lean", summarizer="fixed")
+    result = engine.compress(request(messages, settings))
+    assert result.status == "compressed", result.reason
+    assert summarizer.budgets and min(summarizer.budgets) > handoff_floor(40_000)
+
+
+# -- the four phases -------------------------------------------------------------------------
+
+
+def test_summary_is_a_typed_record_with_markers_and_sections(engine: ContextCompressor) -> None:
+    messages = session(turns=30)
+    result = engine.compress(request(messages, settings_for(12_000), insights=["keep X"]))
+    assert result.status == "compressed", result.reason
+    summaries = [m for m in out_messages(result) if m.kind == "summary"]
+    assert len(summaries) == 1
+    summary = summaries[0]
+    assert summary.role == "user" and isinstance(summary.summary, HandoffSummary)
+    assert summary.content == summary.summary.render()
+    assert str(summary.content).startswith(SUMMARY_BEGIN) and str(summary.content).endswith(
+        SUMMARY_END
+    )
+    titles = [s.title for s in summary.summary.extra]
+    # user quotes are off by default (the handoff quotes the user's requests itself)
+    assert titles == ["Identifier Index", "Recovery Pointers"]
+    assert result.summary == summary.summary and result.summary.compression_index == 1
+    assert result.tokens_after < result.tokens_before
+    assert not sequence_problems(out_messages(result))
+
+
+def test_head_protection_decays_on_later_compressions(engine: ContextCompressor) -> None:
+    messages = session(turns=30)
+    settings = settings_for(12_000, protect_first_n=3)
+    first = engine.compress(request(messages, settings, compression_index=1))
+    fourth = engine.compress(request(messages, settings, compression_index=4))
+    assert out_messages(first)[0].content == messages[0].content
+    assert out_messages(first)[1].tool_calls  # head: task + first tool round
+    assert out_messages(fourth)[0].kind == "summary"  # protection fully decayed
+
+
+def test_last_user_message_survives_even_from_the_middle(engine: ContextCompressor) -> None:
+    messages = session(turns=30)
+    last_user = [m for m in messages if m.role == "user"][-1]
+    more = [m for m in session(turns=6, output_chars=6_000) if m.role != "user"]
+    tail_heavy = [*messages, *more]
+    result = engine.compress(request(tail_heavy, settings_for(12_000), compression_index=5))
+    assert result.status == "compressed", result.reason
+    out = out_messages(result)
+    users = [m for m in out if m.role == "user" and m.kind == "message"]
+    assert users and users[-1].content == last_user.content
+    assert out[0].kind == "summary" and out[1].content == last_user.content
+
+
+def test_previous_summary_is_updated_and_tool_pairs_stay_whole(engine: ContextCompressor) -> None:
+    host = PluginHost()
+    engine.bind(host)
+    store = MemoryStore(host)
+    settings = settings_for(9_000, summarizer="deterministic")
+    results = replay(session(turns=40), engine, store, settings)
+    done = [r for r in results if r.status == "compressed"]
+    assert len(done) >= 3
+    summaries = [r.summary for r in done if r.summary is not None]
+    # the first goal is kept: later compressions update the previous summary
+    assert summaries[0].goal and all(s.goal == summaries[0].goal for s in summaries)
+    assert len(summaries[-1].progress.splitlines()) > len(summaries[0].progress.splitlines())
+    assert [s.compression_index for s in summaries] == [
+        i + 1 for i, r in enumerate(results) if r.status == "compressed"
+    ]
+    assert not sequence_problems([row.message for row in store.view()])
+
+
+def test_not_smaller_aborts_and_breaker_opens(host: PluginHost) -> None:
+    engine = ContextCompressor(CompressorSettings(breaker_after=2), clock=Clock())
+    huge = FixedSummarizer("z " * 20_000)
+    huge.name = "huge"
+    engine.bind(PluginHost(summarizers=[huge]))
+    settings = settings_for(12_000, summarizer="huge")
+    messages = session(turns=30)
+    for _ in range(2):
+        result = engine.compress(request(messages, settings))
+        assert result.status == "aborted" and "not be smaller" in result.reason
+        assert result.messages == []
+    assert engine.status("s1", 12_000).circuit_open
+    assert not engine.should_compress("s1", 50_000, 12_000)
+    skipped = engine.compress(request(messages, settings))
+    assert skipped.status == "skipped" and "circuit breaker" in skipped.reason
+    engine.bind(PluginHost(summarizers=[FixedSummarizer()]))
+    manual = engine.compress(
+        request(messages, settings.model_copy(update={"summarizer": "fixed"}), manual=True)
+    )
+    assert manual.status == "compressed"
+    assert not engine.status("s1", 12_000).circuit_open
+
+
+def test_nothing_to_compress_is_skipped(engine: ContextCompressor) -> None:
+    messages = session(turns=1)
+    result = engine.compress(request(messages, settings_for(100_000)))
+    assert result.status == "skipped" and result.reason
+
+
+# -- failure policy over real HTTP ------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+def openai_engine(base_url: str, **policy: Any) -> tuple[ContextCompressor, Clock]:
+    settings = settings_from({"summarizer": {"openai": {"base_url": base_url, "model": "gpt-5.5"}}})
+    clock = Clock()
+    engine = ContextCompressor(CompressorSettings(**policy), clock=clock)
+    engine.bind(PluginHost(summarizers=[OpenAISummarizer.from_settings(settings)]))
+    return engine, clock
+
+
+def test_aborting_failures_leave_the_session_untouched_and_cool_down() -> None:
+    engine, clock = openai_engine(f"http://127.0.0.1:{free_port()}/v1", cooldown_seconds=60)
+    settings = settings_for(12_000, summarizer="openai")
+    result = engine.compress(request(session(turns=30), settings))
+    assert result.status == "aborted" and "network" in result.reason
+    assert result.messages == [] and not result.fallback_used
+    status = engine.status("s1", 12_000)
+    assert status.failures == 1 and status.cooldown_until == clock.now + 60
+    again = engine.compress(request(session(turns=30), settings))
+    assert again.status == "skipped" and "cooldown" in again.reason
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(text="", finish_reason="stop"),
+        Reply(refusal="no"),
+        Reply(text="## Goal\nx", finish_reason="length"),
+    ],
+    ids=["empty", "refused", "truncated"],
+)
+def test_content_failures_abort(fake: FakeOpenAIServer, reply: Reply) -> None:
+    fake.script("chat.completions", reply)
+    engine, _clock = openai_engine(fake.base_url)
+    result = engine.compress(request(session(turns=30), settings_for(12_000, summarizer="openai")))
+    assert result.status == "aborted" and result.messages == []
+
+
+def test_other_failures_fall_back_to_deterministic_then_cooldown_grows(
+    fake: FakeOpenAIServer,
+) -> None:
+    fake.set_default("chat.completions", ErrorReply(status=500))
+    engine, clock = openai_engine(fake.base_url, cooldown_seconds=10, max_cooldown_seconds=25)
+    settings = settings_for(12_000, summarizer="openai")
+    first = engine.compress(request(session(turns=30), settings))
+    assert first.status == "compressed" and first.fallback_used
+    assert first.summarizer == "deterministic" and first.summary is not None
+    assert engine.status("s1", 12_000).cooldown_until == clock.now + 10
+    assert engine.compress(request(session(turns=30), settings)).status == "skipped"
+    clock.now += 11
+    engine.compress(request(session(turns=30), settings))
+    assert engine.status("s1", 12_000).cooldown_until == clock.now + 20
+    manual = engine.compress(request(session(turns=30), settings, manual=True))
+    assert manual.status == "compressed"
+    assert engine.status("s1", 12_000).cooldown_until == clock.now + 25  # capped
+    fake.set_default("chat.completions", Reply(text="## Goal\nall good"))
+    ok = engine.compress(request(session(turns=30), settings, manual=True))
+    assert ok.status == "compressed" and not ok.fallback_used and ok.summarizer == "openai"
+    assert engine.status("s1", 12_000).cooldown_until is None
+
+
+def test_abort_on_summary_failure_keeps_session_until_manual(fake: FakeOpenAIServer) -> None:
+    fake.set_default("chat.completions", ErrorReply(status=500))
+    engine, _clock = openai_engine(fake.base_url, cooldown_seconds=0)
+    settings = settings_for(12_000, summarizer="openai", abort_on_summary_failure=True)
+    result = engine.compress(request(session(turns=30), settings))
+    assert result.status == "aborted" and "abort_on_summary_failure" in result.reason
+    manual = engine.compress(
+        request(session(turns=30), settings, manual=True, focus="the KeyError")
+    )
+    assert manual.status == "compressed" and manual.fallback_used
+    assert manual.summary is not None and "the KeyError" in manual.summary.goal
+
+
+def test_prefix_reuse_sends_system_prompt_tools_and_reports_usage(fake: FakeOpenAIServer) -> None:
+    fake.script("chat.completions", Reply(text="## Goal\nkeep going"))
+    settings = settings_from({"model": {"base_url": fake.base_url}})
+    engine = ContextCompressor(clock=Clock())
+    engine.bind(PluginHost(summarizers=[OpenAISummarizer.from_settings(settings)]))
+    tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
+    req = request(
+        session(turns=30),
+        settings_for(12_000, summarizer="openai", summary_prefix_reuse=True),
+        system_prompt="You are the agent.",
+        tools=tools,
+        model="gpt-4o-mini",
+    )
+    result = engine.compress(req)
+    assert result.status == "compressed", result.reason
+    body = fake.requests_to("chat.completions")[0].body
+    assert body["messages"][0] == {"role": "system", "content": "You are the agent."}
+    assert body["messages"][1]["content"] == "Fix the flaky test in src/app/models.py"
+    assert len(body["messages"]) == len(req.messages) + 2 and body["tools"] == tools
+    assert body["model"] == "gpt-4o-mini"
+    assert result.summary_usage is not None and result.summary_usage.input_tokens > 0
+    assert engine.status("s1", 12_000).detail["last_summary_usage"]["input_tokens"] > 0
+
+
+# -- usage, status, select_context ---------------------------------------------------------------
+
+
+def test_usage_and_should_compress(engine: ContextCompressor) -> None:
+    engine.update_usage("s1", Usage(input_tokens=9_000, cache_read_tokens=8_000))
+    status = engine.status("s1", 10_000)
+    assert status.engine == "compressor" and status.last_prompt_tokens == 9_000
+    assert not engine.should_compress("s1", 9_000, 10_000)
+    assert engine.should_compress("s1", 10_000, 10_000)
+
+
+def test_repair_view_repairs_only_broken_views(engine: ContextCompressor) -> None:
+    good = session(turns=2)
+    settings = settings_for(10_000)
+    assert (
+        engine.repair_view(SelectRequest(session_id="s1", messages=good, settings=settings)) is None
+    )
+    broken = [Message(role="tool", tool_call_id="x", content="orphan"), *good]
+    chosen = engine.repair_view(SelectRequest(session_id="s1", messages=broken, settings=settings))
+    assert chosen == good
+
+
+def test_select_context_leaves_requests_alone(engine: ContextCompressor) -> None:
+    # the runtime validates every sequence it sends; the default engine costs nothing per request
+    good = session(turns=2)
+    request = SelectRequest(session_id="s1", messages=good, settings=settings_for(10_000))
+    assert engine.select_context(request) is None
+
+
+# -- quality on a real transcript ------------------------------------------------------------------
+
+
+def test_quality_identifiers_survive_repeated_compression_of_a_real_transcript() -> None:
+    """Replay the OpenHands django transcript with a 12K trigger: compression fires many times.
+
+    Identifiers (the core's independent extractor: paths, SHAs, issue numbers,
+    URLs, branches, exceptions, error lines) found in compacted rows are
+    counted in the final active context; every one is found again by one
+    search over the stored rows, and the final recovery pointers cover the
+    rows evicted by the last compression.
+    """
+    host = PluginHost()
+    engine = ContextCompressor(clock=Clock())
+    engine.bind(host)
+    store = MemoryStore(host)
+    # the default summarizer: identifiers live in its facts and in the lean tail's index
+    settings = settings_for(12_000, summarizer="deterministic")
+    results = replay(load_openai_chat()[1:], engine, store, settings)
+    compressed = [r for r in results if r.status == "compressed"]
+    assert len(compressed) >= 5
+    active = [row.message for row in store.view()]
+    assert not sequence_problems(active)
+    assert store.tokens() < 12_000 * 1.2
+
+    def text(m: Message) -> str:
+        return m.text() + " " + json.dumps([c.model_dump() for c in m.tool_calls or []])
+
+    compacted = store.compacted()
+    wanted = flatten(extract_all(text(row.message) for row in compacted))
+    active_text = "\n".join(text(m) for m in active)
+    kept = {value for value in wanted if value in active_text}
+    ratio = len(kept) / len(wanted)
+    print(
+        f"identifiers kept {len(kept)}/{len(wanted)} = {ratio:.2f}, active {store.tokens()} tokens"
+    )
+    assert ratio >= 0.5
+    assert all(store.search(value) for value in wanted - kept)
+    summary = next(m.summary for m in active if m.kind == "summary")
+    assert summary is not None
+    pointers = next(s.body for s in summary.extra if s.title == "Recovery Pointers")
+    assert "message ids" in pointers
+
+
+def test_a_huge_tool_output_in_the_tail_is_cut_to_an_excerpt_so_the_view_fits(
+    engine: ContextCompressor, host: PluginHost
+) -> None:
+    # the latest round returns one enormous output: the tail alone overflows the trigger
+    messages = session(turns=6, output_chars=2_000)[:-1]
+    huge = "build log line\n" * 6_000 + "ERROR: linker failed: undefined symbol foo_bar\n"
+    messages += [
+        Message(role="assistant", content="Building", tool_calls=[call("big", cmd="make")]),
+        Message(role="tool", tool_call_id="big", content=huge),
+    ]
+    settings = settings_for(8_000, tail="lean")
+    result = engine.compress(request(messages, settings))
+    assert result.status == "compressed", result.reason
+    assert result.tokens_after <= int(8_000 * 0.8)
+    cut = next(m.message for m in result.messages if m.message.tool_call_id == "big")
+    text = cut.text()
+    assert "chars cut to fit the context" in text
+    assert "undefined symbol foo_bar" in text  # the end of the output survives
+    big_id = len(messages)  # rows() numbers messages from 1
+    assert f"message_id={big_id}" in text
+    assert not sequence_problems(out_messages(result))
+
+
+# -- facts handed to the summarizer, its answer checked ----------------------------------
+
+
+class _Recording(Summarizer):
+    name = "recording"
+    context_length = None
+
+    def __init__(self, summary: HandoffSummary) -> None:
+        self.summary = summary
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.requests.append(request)
+        return SummaryResult(summary=self.summary, summarizer=self.name)
+
+
+def _compress(summarizer: Summarizer, **extra: Any) -> Any:
+    engine = ContextCompressor(clock=Clock())
+    engine.bind(PluginHost(summarizers=[summarizer]))
+    settings = settings_for(12_000, summarizer=summarizer.name, **extra)
+    return engine.compress(request(session(turns=30), settings))
+
+
+def test_engine_hands_facts_to_the_summarizer_and_strips_reasoning_from_its_answer() -> None:
+    recording = _Recording(HandoffSummary(goal="<think>plan</think>Ship it", progress="p"))
+    result = _compress(recording)
+    assert result.status == "compressed", result.reason
+    assert recording.requests and recording.requests[0].facts
+    assert result.summary.goal == "Ship it"
+
+
+def test_an_empty_handoff_is_a_summarizer_failure_and_the_fallback_answers() -> None:
+    empty = _Recording(HandoffSummary(goal="<think>only thoughts</think>"))
+    result = _compress(empty)
+    assert result.status == "compressed", result.reason
+    assert result.fallback_used and result.summarizer == "deterministic"
+    assert any("no content in any section" in note for note in result.notes)

@@ -1,0 +1,445 @@
+"""The ``legacy`` and ``lean`` tail strategies and the identifier extractor they use."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import hermes_plugin_tail_lean.annotations as lean_annotations
+from hermes_core.config import settings_from
+from hermes_hookspecs import (
+    CompressionSettings,
+    HandoffSummary,
+    Message,
+    StoredMessage,
+    SummarySection,
+    TailRequest,
+    ToolCall,
+    ToolFunction,
+)
+from hermes_plugin_compressor.groups import group_starts
+from hermes_plugin_compressor.identifiers import (
+    IdentifierIndex,
+    extract_identifiers,
+    parse_index,
+    render_index,
+)
+from hermes_plugin_tail_lean import LeanTail, LeanTailSettings, annotate_message
+from hermes_plugin_tail_lean import register_tail_strategies as register_lean
+from hermes_plugin_tail_lean.sections import id_ranges, parse_quotes
+from hermes_plugin_tail_legacy import LegacyTail, LegacyTailSettings
+from hermes_plugin_tail_legacy import register_tail_strategies as register_legacy
+from tests.compressor_support import PluginHost, load_openai_chat, settings_for
+from tests.hosts import HostFactory
+
+HOST = PluginHost()
+
+
+def stored(messages: list[Message], first_id: int = 1) -> list[StoredMessage]:
+    return [
+        StoredMessage(id=first_id + i, session_id="s", position=i, message=m, created_at=0.0)
+        for i, m in enumerate(messages)
+    ]
+
+
+def tail_request(messages: list[Message], settings: CompressionSettings) -> TailRequest:
+    rows = stored(messages)
+    return TailRequest(
+        messages=rows, token_counts=[HOST.count_message(m) for m in messages], settings=settings
+    )
+
+
+def transcript() -> list[Message]:
+    return load_openai_chat()[1:]
+
+
+def test_register_hooks() -> None:
+    got: list[Any] = []
+    settings = settings_from(
+        {"compression": {"lean_tail_min_tokens": 5_000, "tail_min_messages": 4}}
+    )
+    register_lean(register=got.append, settings=settings)
+    register_legacy(register=got.append, settings=settings)
+    assert [t.name for t in got] == ["lean", "legacy"]
+    # each is configured from its own keys of [compression]
+    assert got[0].settings.lean_tail_min_tokens == 5_000
+    assert got[1].settings.tail_min_messages == 4
+
+
+# -- legacy -----------------------------------------------------------------------------------
+
+
+def test_legacy_tail_fits_threshold_times_ratio_on_group_starts() -> None:
+    messages = transcript()
+    request = tail_request(messages, settings_for(40_000))
+    plan = LegacyTail(LegacyTailSettings(target_ratio=0.2, tail_min_messages=2)).plan(request)
+    assert plan.tail_start in group_starts(messages)
+    kept = sum(request.token_counts[plan.tail_start :])
+    assert kept <= 8_000 < kept + sum(request.token_counts[plan.tail_start - 2 : plan.tail_start])
+    assert plan.extra_sections == [] and plan.digest_chunks is None
+
+
+def test_legacy_tail_keeps_the_minimum_message_count() -> None:
+    messages = transcript()
+    tail = LegacyTail(LegacyTailSettings(tail_min_messages=9))
+    plan = tail.plan(tail_request(messages, settings_for(1_000)))
+    assert len(messages) - plan.tail_start >= 9
+
+
+# -- lean ---------------------------------------------------------------------------------------
+
+
+def test_lean_tail_band_on_a_large_window() -> None:
+    messages = transcript()
+    request = tail_request(messages, settings_for(96_000))
+    plan = LeanTail().plan(request)
+    kept = sum(request.token_counts[plan.tail_start :])
+    assert 10_000 <= kept <= 25_000
+    assert plan.tail_start in group_starts(messages)
+    assert plan.digest_chunks == 20_000
+
+
+def test_lean_tail_scales_down_on_small_windows() -> None:
+    messages = transcript()
+    request = tail_request(messages, settings_for(12_000))
+    plan = LeanTail().plan(request)
+    assert sum(request.token_counts[plan.tail_start :]) <= 12_000 * 0.35 or (
+        plan.tail_start == group_starts(messages)[-1]
+    )
+
+
+def small_band(**extra: Any) -> LeanTail:
+    """A lean tail whose band keeps only the last message group."""
+    return LeanTail(LeanTailSettings(lean_tail_max_tokens=20, lean_tail_min_tokens=10, **extra))
+
+
+def sections(plan: Any) -> dict[str, str]:
+    return {section.title: section.body for section in plan.extra_sections}
+
+
+def test_lean_sections_index_quote_and_point_at_evicted_messages() -> None:
+    messages = [
+        Message(
+            role="user",
+            content="Please fix bug #4512 on branch feature/inline-perms. Never push to main.",
+        ),
+        Message(
+            role="assistant",
+            content="Checking.",
+            tool_calls=[
+                ToolCall(id="a", function=ToolFunction(name="bash", arguments='{"cmd": "git log"}'))
+            ],
+        ),
+        Message(
+            role="tool",
+            tool_call_id="a",
+            content="commit 3f9c2ab71d\nTraceback...\n"
+            "ValueError: bad inline at /srv/app/admin/options.py",
+        ),
+        Message(role="user", content="Also see https://code.example.org/ticket/8060 please"),
+        *[Message(role="assistant", content="thinking " * 300) for _ in range(6)],
+        Message(role="user", content="latest instruction stays verbatim"),
+        Message(role="assistant", content="tail mentions /srv/app/tail_only.py " + "x " * 30),
+    ]
+    plan = small_band(user_quote_budget_tokens=1_500).plan(
+        tail_request(messages, settings_for(24_000))
+    )
+    assert plan.tail_start == len(messages) - 1
+    body = sections(plan)
+    index = body["Identifier Index"]
+    for value in (
+        "#4512",
+        "3f9c2ab71d",
+        "ValueError",
+        "/srv/app/admin/options.py",
+        "feature/inline-perms",
+    ):
+        assert value in index, value
+    assert "https://code.example.org/ticket/8060" in index
+    assert "ValueError: bad inline at /srv/app/admin/options.py" in index
+    assert "/srv/app/tail_only.py" not in index  # still in the tail
+    quotes = body["User Quotes"]
+    assert (
+        "(message id 1) Please fix bug #4512 on branch feature/inline-perms. Never push to main."
+        in quotes
+    )
+    assert "latest instruction stays verbatim" not in quotes  # carried verbatim by the engine
+    pointers = body["Recovery Pointers"]
+    assert "message ids 1-10 (10 messages)" in pointers
+
+
+def test_lean_carries_the_previous_sections_forward() -> None:
+    previous = HandoffSummary(
+        goal="g",
+        extra=[
+            SummarySection(title="User Quotes", body="(message id 3) the original task"),
+            SummarySection(title="Identifier Index", body="commits: abc1234f\npaths: /old/file.py"),
+            SummarySection(title="Recovery Pointers", body="intro\n- message ids 1-9 (9 messages)"),
+        ],
+    )
+    summary = Message(role="user", kind="summary", summary=previous, content=previous.render())
+    messages = [
+        summary,
+        Message(role="assistant", content="edited /new/file.py"),
+        *[Message(role="assistant", content="more " * 400) for _ in range(4)],
+    ]
+    plan = small_band(user_quote_budget_tokens=1_500).plan(
+        tail_request(messages, settings_for(24_000))
+    )
+    body = sections(plan)
+    assert "(message id 3) the original task" in body["User Quotes"]
+    assert "abc1234f" in body["Identifier Index"] and "/old/file.py" in body["Identifier Index"]
+    assert "/new/file.py" in body["Identifier Index"]
+    assert "- message ids 1-9 (9 messages)" in body["Recovery Pointers"]
+
+
+def test_lean_respects_the_identifier_budget() -> None:
+    messages = [
+        Message(
+            role="assistant",
+            content=" ".join(f"/srv/pkg/module_{i}/file_{i}.py" for i in range(400)),
+        ),
+        Message(role="assistant", content="the end " * 20),
+    ]
+    settings = settings_for(200_000)
+    plan = small_band(identifier_budget_tokens=300).plan(tail_request(messages, settings))
+    index = sections(plan)["Identifier Index"]
+    assert 0 < HOST.count_text(index) <= 330
+    assert "/srv/pkg/module_399/file_399.py" in index  # newest first
+
+
+# -- identifiers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("see /usr/lib/python3/site.py:12", "path", "/usr/lib/python3/site.py"),
+        ("edit django/contrib/admin/options.py now", "path", "django/contrib/admin/options.py"),
+        ("run ./scripts/check.sh", "path", "./scripts/check.sh"),
+        (
+            "git show 9fceb02d0ae598e95dc970b74767f19372d61af8",
+            "sha",
+            "9fceb02d0ae598e95dc970b74767f19372d61af8",
+        ),
+        ("git commit -m x\n[main 1a2b3c4] fix", "sha", "1a2b3c4"),
+        ("fixes #1234.", "ref", "#1234"),
+        ("see PR 77 for context", "ref", "PR 77"),
+        ("git checkout -b fix/login-bug", "branch", "fix/login-bug"),
+        ("pushed to origin/release-2.1", "branch", "release-2.1"),
+        (
+            "docs at https://docs.python.org/3/library/re.html.",
+            "url",
+            "https://docs.python.org/3/library/re.html",
+        ),
+        ("raised KeyError in handler", "exception", "KeyError"),
+        (
+            "  File x\nModuleNotFoundError: No module named 'foo'\n",
+            "error",
+            "ModuleNotFoundError: No module named 'foo'",
+        ),
+        ("fatal: not a git repository", "error", "fatal: not a git repository"),
+    ],
+)
+def test_extracts_each_kind(text: str, kind: str, value: str) -> None:
+    assert (kind, value) in extract_identifiers(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "and/or either way",
+        "ratio 1/2 and 2019/03/30",
+        "color: #666;",
+        "</IMPORTANT>",
+        "deadbeefcafe in prose",
+    ],
+)
+def test_skips_look_alikes(text: str) -> None:
+    found = extract_identifiers(text)
+    assert not [v for k, v in found if k in ("path", "ref", "sha")], found
+
+
+def test_index_renders_and_parses_back() -> None:
+    index = IdentifierIndex()
+    items = extract_identifiers(
+        "ValueError: x at /a/b.py\ncommit 1234abcd on branch origin/dev see #12 https://x.org/y"
+    )
+    index.add_all(items, 1.0)
+    rendered = render_index(index.select(500))
+    assert sorted(parse_index(rendered)) == sorted(items)
+
+
+def test_quote_parsing_and_ranges() -> None:
+    body = "(message id 4) first\nline two\n\n(message id 9) second"
+    assert parse_quotes(body) == [
+        (4, "(message id 4) first\nline two"),
+        (9, "(message id 9) second"),
+    ]
+    assert id_ranges([9, 3, 4, 5, 11, 12]) == "3-5, 9, 11-12"
+
+
+def test_json_of_tool_arguments_is_searched_for_identifiers() -> None:
+    call = ToolCall(
+        id="x", function=ToolFunction(name="edit", arguments=json.dumps({"path": "/srv/x/y.py"}))
+    )
+    messages = [
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id="x", content="ok"),
+        *[Message(role="assistant", content="pad " * 500) for _ in range(3)],
+    ]
+    plan = small_band().plan(tail_request(messages, settings_for(24_000)))
+    assert "/srv/x/y.py" in sections(plan)["Identifier Index"]
+
+
+# -- identifiers annotated once per message -----------------------------------------------------
+
+
+def annotated(rows: list[StoredMessage]) -> list[StoredMessage]:
+    """The rows as the runtime stores them: with the lean tail's annotation."""
+    return [
+        row.model_copy(update={"annotations": lean_annotations.annotation(row.message)})
+        for row in rows
+    ]
+
+
+def test_annotation_matches_extraction_on_a_real_transcript() -> None:
+    messages = transcript()
+    settings = settings_for(20_000)
+    plain = tail_request(messages, settings)
+    marked = plain.model_copy(update={"messages": annotated(plain.messages)})
+    for row in marked.messages:
+        found = lean_annotations.message_identifiers(row)
+        assert found == extract_identifiers(lean_annotations.identifier_text(row.message))
+    assert LeanTail().plan(marked) == LeanTail().plan(plain)
+    assert sum(len(row.annotations["lean_identifiers"]) > 1 for row in marked.messages) > 10  # type: ignore[arg-type]
+
+
+def test_stored_annotation_is_what_the_index_reads() -> None:
+    messages = [
+        Message(role="user", content="start"),
+        Message(role="assistant", content="see /srv/app/real.py"),
+        *[Message(role="assistant", content="pad " * 500) for _ in range(3)],
+    ]
+    rows = annotated(stored(messages))
+    fake = {
+        "lean_identifiers": {"v": lean_annotations.VERSION, "path": ["/only/in/the/annotation.py"]}
+    }
+    rows[1] = rows[1].model_copy(update={"annotations": fake})
+    request = TailRequest(
+        messages=rows,
+        token_counts=[HOST.count_message(m) for m in messages],
+        settings=settings_for(24_000),
+    )
+    index = sections(small_band().plan(request))["Identifier Index"]
+    assert "/only/in/the/annotation.py" in index and "/srv/app/real.py" not in index
+    # another version, or a shape not ours, is ignored: the text is read instead
+    for other in (
+        {"lean_identifiers": {"v": 99, "path": ["/stale.py"]}},
+        {"lean_identifiers": {"v": 1, "nonsense": ["/bad.py"]}},
+        {"lean_identifiers": {"v": 1, "path": [7, "/bad.py"]}},
+        {"lean_identifiers": "garbage"},
+    ):
+        rows[1] = rows[1].model_copy(update={"annotations": other})
+        index = sections(small_band().plan(request.model_copy(update={"messages": rows})))[
+            "Identifier Index"
+        ]
+        assert "/srv/app/real.py" in index and ".py" not in index.replace("/srv/app/real.py", "")
+
+
+def test_annotation_keeps_the_newest_identifiers_per_kind() -> None:
+    limit = lean_annotations.MAX_PER_KIND
+    text = " ".join(f"/srv/f{i}.py" for i in range(limit + 50)) + " #12"
+    found = lean_annotations.extract(Message(role="tool", tool_call_id="x", content=text))
+    paths = [value for kind, value in found if kind == "path"]
+    assert (
+        len(paths) == limit and paths[0] == "/srv/f50.py" and paths[-1] == f"/srv/f{limit + 49}.py"
+    )
+    assert ("ref", "#12") in found
+
+
+def test_annotate_hook_only_for_conversation_messages_under_the_lean_tail() -> None:
+    from hermes_core.config import Settings
+
+    lean, legacy = Settings(), Settings.model_validate({"compression": {"tail": "legacy"}})
+    message = Message(role="user", content="fix /srv/a.py")
+    assert annotate_message(message=message, settings=lean) == {
+        "lean_identifiers": {"v": lean_annotations.VERSION, "path": ["/srv/a.py"]}
+    }
+    assert annotate_message(message=message, settings=legacy) is None
+    summary = Message(role="user", kind="summary", summary=HandoffSummary(goal="g"), content="x")
+    assert annotate_message(message=summary, settings=lean) is None
+
+
+@pytest.mark.parametrize(
+    ("budget", "threshold", "expected"),
+    [
+        (2_000, 8_928, 1_000),  # 16K window: the floor
+        (2_000, 300_000, 2_000),  # the default budget, untouched
+        (8_000, 20_928, 1_000),  # 32K window: the floor (a 120th is less)
+        (8_000, 96_000, 1_000),  # 128K window: the floor (a 120th is 800)
+        (8_000, 240_000, 2_000),  # a 120th of the threshold
+        (20_000, 600_000, 5_000),
+        (8_000, 3_900, 975),  # tiny window: a quarter, under the floor
+        (0, 96_000, 0),
+    ],
+)
+def test_index_budget_stays_within_a_share_of_the_threshold(
+    budget: int, threshold: int, expected: int
+) -> None:
+    from hermes_plugin_tail_lean.strategy import index_budget
+
+    assert index_budget(settings_for(threshold), budget) == expected
+
+
+@pytest.mark.parametrize(("window", "budget"), [(16_000, 2_000), (32_000, 8_000)])
+def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
+    tmp_path: Any, window: int, budget: int, make_host: HostFactory
+) -> None:
+    # 259K tokens of a real Codex session (its system prompt alone is 5.4K tokens) replayed
+    # with the default (deterministic) summarizer. When the lean tail sized its band and
+    # sections from the whole threshold, every compression at 16K ended above the trigger,
+    # the breaker stopped them and the session grew to 173K tokens; at 32K an 8,000-token
+    # index budget (a quarter of the threshold allowed) did the same up to 66K tokens.
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    if str(repo) not in sys.path:
+        sys.path.insert(0, str(repo))
+    from benchmarks.transcript_inputs import large_session, write_wire
+    from hermes_core.config import settings_from
+    from hermes_core.replay import replay
+
+    source = write_wire(large_session().messages, Path(tmp_path) / "large.json")
+    host = make_host.like(
+        settings_from(
+            {
+                "session": {"path": str(Path(tmp_path) / "s.db")},
+                "memory": {"home": str(Path(tmp_path) / "mem")},
+                "compression": {"identifier_budget_tokens": budget},
+            }
+        )
+    )
+    report = replay(host, source, format="openai-chat", context_length=window)
+    host.close()
+    # stored compactions: a long turn compresses mid-turn as a view sent to the model (nothing
+    # is stored before commit) and is compacted once, when it is committed
+    assert len(report.compressions) > 5
+    assert report.final_active_tokens <= report.threshold_tokens
+
+
+def test_index_skips_content_hashes_device_files_and_code_that_mentions_errors() -> None:
+    text = (
+        "/repo/.git/objects/7a/0c7ceb28a1ff77b8724f900af21034ce2e856e\n"
+        "2>/dev/null; see /repo/cmd/app/main.go\n"
+        '   141→\t\tt.Errorf("Agent failed with error: %v", err)\n'
+        "Error: open /repo/config.yaml: no such file\n"
+    )
+    found = extract_identifiers(text)
+    paths = [v for k, v in found if k == "path"]
+    errors = [v for k, v in found if k == "error"]
+    assert paths == ["/repo/cmd/app/main.go", "/repo/config.yaml"]
+    assert errors == ["Error: open /repo/config.yaml: no such file"]
