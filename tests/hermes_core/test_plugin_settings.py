@@ -19,6 +19,7 @@ from hermes_core.host import Hermes
 from hermes_hookspecs import (
     CompressionSettings,
     ConfigError,
+    NewSession,
     RegistrationError,
     Settings,
     SettingsSection,
@@ -29,6 +30,7 @@ from hermes_hookspecs import (
     specs,
 )
 from hermes_hookspecs.settings import CompressionConfig
+from hermes_plugin_sqlite_store import SqliteSessionStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,8 +188,10 @@ def test_existing_keys_of_the_default_plugins_keep_their_place(tmp_path: Path) -
         assert hermes.summarizer_name() == "openai"  # configured: preferred, as before
         lean = hermes.tail_strategy("lean")
         assert lean.settings.lean_tail_min_tokens == 9000  # type: ignore[attr-defined]
-        assert hermes.store().get_session  # type: ignore[truthy-function]  # the file configured above
+        created = hermes.store().create_session(NewSession())  # opens the file configured above
         assert (tmp_path / "s.db").exists()
+    with SqliteSessionStore(tmp_path / "s.db") as store:  # and the session is in that file
+        assert store.get_session(created.id).id == created.id
 
 
 def test_the_postgres_dsn_variable_is_ambient(tmp_path: Path) -> None:
