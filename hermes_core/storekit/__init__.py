@@ -62,6 +62,7 @@ from .rows import (
     event_from_row,
     prefix_from_row,
     session_from_row,
+    stored_row,
     usage_from_row,
 )
 from .sessions import (
@@ -127,5 +128,6 @@ __all__ = [
     "require_hashes",
     "rotation_child",
     "session_from_row",
+    "stored_row",
     "usage_from_row",
 ]

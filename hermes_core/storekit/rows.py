@@ -7,7 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from hermes_hookspecs.messages import Usage
-from hermes_hookspecs.records import CompactionEvent, PrefixEntry, SessionRecord, UsageRecord
+from hermes_hookspecs.records import (
+    CompactionEvent,
+    NewMessage,
+    PrefixEntry,
+    SessionRecord,
+    StoredMessage,
+    UsageRecord,
+)
 
 SESSION_COLUMNS = (
     "id, title, cwd, goal, routing, model, provider, parent_id, end_reason, created_at, "
@@ -101,4 +108,24 @@ def event_from_row(row: Sequence[Any]) -> CompactionEvent:
         fallback=bool(fallback),
         detail=json.loads(detail),
         created_at=created_at,
+    )
+
+
+def stored_row(
+    new: NewMessage, message_id: int, session_id: str, position: int, created_at: float
+) -> StoredMessage:
+    """The :class:`StoredMessage` a store returns for ``new`` once it is written (active)."""
+    return StoredMessage(
+        id=message_id,
+        session_id=session_id,
+        position=position,
+        message=new.message,
+        api_content=new.api_content,
+        token_count=new.token_count,
+        turn_id=new.turn_id,
+        origin_id=new.origin_id,
+        active=True,
+        compacted=False,
+        created_at=created_at,
+        annotations=new.annotations,
     )

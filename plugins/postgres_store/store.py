@@ -39,6 +39,7 @@ from hermes_core.storekit import (
     coerce_messages,
     missing_messages,
     pairing_rows,
+    stored_row,
 )
 from hermes_hookspecs.errors import (
     HermesError,
@@ -300,20 +301,7 @@ class PostgresSessionStore(SessionStore):
                 (next_position + len(batch), session_id),
             )
         return [
-            StoredMessage(
-                id=mid,
-                session_id=session_id,
-                position=position,
-                message=new.message,
-                api_content=new.api_content,
-                token_count=new.token_count,
-                turn_id=new.turn_id,
-                origin_id=new.origin_id,
-                active=True,
-                compacted=False,
-                created_at=created_at,
-                annotations=new.annotations,
-            )
+            stored_row(new, mid, session_id, position, created_at)
             for new, (mid, position, created_at) in zip(batch, rows, strict=True)
         ]
 

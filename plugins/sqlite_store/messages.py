@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from hermes_core.storekit import origin_roots
+from hermes_core.storekit import origin_roots, stored_row
 from hermes_hookspecs.records import NewMessage, StoredMessage
 
 from .rows import INSERT_MESSAGE, MESSAGE_COLUMNS, message_from_row, message_values
@@ -51,22 +51,7 @@ def insert(
                 "VALUES (?, ?, ?)",
                 (session_id, call.id, mid),
             )
-        stored.append(
-            StoredMessage(
-                id=mid,
-                session_id=session_id,
-                position=position + offset,
-                message=new.message,
-                api_content=new.api_content,
-                token_count=new.token_count,
-                turn_id=new.turn_id,
-                origin_id=new.origin_id,
-                active=True,
-                compacted=False,
-                created_at=now,
-                annotations=new.annotations,
-            )
-        )
+        stored.append(stored_row(new, mid, session_id, position + offset, now))
     return stored
 
 
