@@ -394,6 +394,18 @@ def check_count(value: Any, name: str, *, minimum: int = 0) -> int:
     return value
 
 
+def check_search(query: Any, limit: Any, session_id: Any, session_ids: Any) -> list[str] | None:
+    """Check a ``search`` call's arguments; return its scope (see :func:`check_search_scope`).
+
+    The query must be a string (its FTS syntax is plain text, the stores' concern) and the
+    limit an integer >= 0 (``True`` is not a limit).
+    """
+    if not isinstance(query, str):
+        raise ValidationError(f"search query must be a string, got {type(query).__name__}")
+    check_count(limit, "search limit")
+    return check_search_scope(session_id, session_ids)
+
+
 def check_search_scope(session_id: Any, session_ids: Any) -> list[str] | None:
     """The sessions a search may return rows of (``None``: every session).
 

@@ -30,7 +30,7 @@ from hermes_core.storekit import (
     check_message_ids,
     check_new_session,
     check_record,
-    check_search_scope,
+    check_search,
     check_session_id,
     check_timeout,
     check_tool_pairing,
@@ -46,7 +46,6 @@ from hermes_hookspecs.errors import (
     LeaseBusy,
     NotFoundError,
     StoreError,
-    ValidationError,
 )
 from hermes_hookspecs.records import (
     CompactionCommit,
@@ -399,10 +398,7 @@ class PostgresSessionStore(SessionStore):
         include_compacted: bool = True,
         limit: int = 20,
     ) -> list[SearchHit]:
-        if not isinstance(query, str):
-            raise ValidationError(f"search query must be a str, got {type(query).__name__}")
-        check_count(limit, "limit")
-        scope = check_search_scope(session_id, session_ids)
+        scope = check_search(query, limit, session_id, session_ids)
         with self._tx() as conn:  # one snapshot for every pass
             return search.search(
                 conn,

@@ -25,7 +25,7 @@ from hermes_core.storekit import (
     check_message_ids,
     check_new_session,
     check_record,
-    check_search_scope,
+    check_search,
     check_session_id,
     check_tool_pairing,
     check_ttl,
@@ -36,7 +36,7 @@ from hermes_core.storekit import (
     require_hashes,
     session_from_row,
 )
-from hermes_hookspecs.errors import NotFoundError, StoreError, ValidationError
+from hermes_hookspecs.errors import NotFoundError, StoreError
 from hermes_hookspecs.records import (
     CompactionCommit,
     CompactionEvent,
@@ -383,11 +383,7 @@ class SqliteSessionStore(SessionStore):
         include_compacted: bool = True,
         limit: int = 20,
     ) -> list[SearchHit]:
-        if not isinstance(query, str):
-            raise ValidationError(f"search query must be a string, got {type(query).__name__}")
-        if not isinstance(limit, int) or limit < 0:
-            raise ValidationError(f"search limit must be an integer >= 0, got {limit!r}")
-        scope = check_search_scope(session_id, session_ids)
+        scope = check_search(query, limit, session_id, session_ids)
         with self._db.read() as conn:
             return run_search(
                 conn,

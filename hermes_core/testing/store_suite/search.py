@@ -329,3 +329,14 @@ class SearchChecks(SuiteBase):
             assert hit.snippet == snippet(texts[hit.message_id], query_terms("quokka"))
         # a tool result's name is not searched: only the call that names the tool is found
         assert [h.message_id for h in store.search("Bash", session_id=session_id)] == [rows[1].id]
+
+    def test_search_arguments_are_checked_alike(self, store: SessionStore, session_id: str) -> None:
+        # one rule and one wording in every store (storekit.check_search): the SQLite store
+        # took ``limit=True`` as 1 and the two stores named a non-string query differently
+        for query in (None, 42, b"bytes", ["walrus"]):
+            with pytest.raises(ValidationError, match="search query must be a string"):
+                store.search(query)  # type: ignore[arg-type]
+        for limit in (-1, True, 2.5, "3"):
+            with pytest.raises(ValidationError, match="search limit must be an integer >= 0"):
+                store.search("walrus", limit=limit)  # type: ignore[arg-type]
+        assert store.search("walrus", session_id=session_id, limit=0) == []
