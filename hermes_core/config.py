@@ -12,7 +12,8 @@ through ``register_settings``. Sources, later wins:
    underscores separate the path; values are parsed as TOML scalars, falling
    back to plain strings), plus the plugin-manager variables
    ``HERMES_CORE_BLOCK_PLUGINS``, ``HERMES_CORE_LOAD_PLUGINS`` and
-   ``HERMES_CORE_STRICT_PLUGINS``, and ``HERMES_CORE_POSTGRES_DSN``.
+   ``HERMES_CORE_STRICT_PLUGINS``; and the variables a plugin's section names in
+   ``SettingsSection.environment`` (``HERMES_CORE_POSTGRES_DSN``).
 
 Unknown keys and bad values are :class:`~hermes_hookspecs.ConfigError` naming
 the key, the value and what was expected: the core's keys when the settings
@@ -66,9 +67,6 @@ __all__ = [
 ]
 
 ENV_PREFIX = "HERMES_CORE__"
-#: environment variables that set one key each, beside ``HERMES_CORE__SECTION__KEY``; they are
-#: ambient (set for a whole machine or CI job), so a key no loaded plugin declares is ignored
-AMBIENT_ENV = {"HERMES_CORE_POSTGRES_DSN": ("session", "postgres_dsn")}
 
 
 def compression_settings(
@@ -135,11 +133,6 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     if environ.get("HERMES_CORE_TRACE_PLUGINS"):
         _set_path(data, ["plugins", "trace"], environ["HERMES_CORE_TRACE_PLUGINS"] not in ("0", ""))
     return data
-
-
-def ambient_overrides(environ: Mapping[str, str]) -> dict[tuple[str, str], Any]:
-    """``(table, key) → value`` from the :data:`AMBIENT_ENV` variables that are set."""
-    return {path: environ[name] for name, path in AMBIENT_ENV.items() if environ.get(name)}
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,7 +258,7 @@ def split_core(
 
 
 def _validate(
-    data: Mapping[str, Any], source: str, ambient: Mapping[tuple[str, str], Any] | None = None
+    data: Mapping[str, Any], source: str, environ: Mapping[str, str] | None = None
 ) -> Settings:
     core, rest = split_core(data, Settings)
     try:
@@ -274,7 +267,7 @@ def _validate(
         raise ConfigError(_describe(exc, source)) from None
     settings._plugin_data = rest
     settings._source = source
-    settings._ambient = dict(ambient or {})
+    settings._environ = {k: v for k, v in (environ or {}).items() if k.startswith("HERMES_CORE")}
     return settings
 
 
@@ -309,7 +302,7 @@ def load_settings(
     if overrides:
         data = _merge(data, overrides)
         source += " + overrides"
-    return _validate(data, source, ambient_overrides(env))
+    return _validate(data, source, env)
 
 
 def settings_from(data: Mapping[str, Any]) -> Settings:

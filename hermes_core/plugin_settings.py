@@ -155,7 +155,7 @@ def bind_plugin_settings(settings: Settings, declared: list[Declared]) -> None:
         problems.append(f"unknown key {path!r} (value {shown_value(path, value)}): {why}")
     for item in declared:
         model, table = item.model, item.model.config_section
-        values = {k: v for k, v in settings.table(table).items() if k in model.model_fields}
+        values = settings.section_values(model)
         try:
             settings._sections[model] = model.model_validate(values)
         except ValidationError as exc:

@@ -68,6 +68,10 @@ class SettingsSection(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     config_section: ClassVar[str] = ""
+    #: key → environment variable that sets it (over the file) whenever it is set: for
+    #: values set once for a whole machine or CI job, such as ``HERMES_CORE_POSTGRES_DSN``.
+    #: Read only when this section's plugin is loaded, so the variable is harmless elsewhere.
+    environment: ClassVar[dict[str, str]] = {}
 
     def resolved_values(self) -> dict[str, str]:
         """Values worked out at run time, shown by ``hermes-core config show`` (key → value).
@@ -249,8 +253,8 @@ class Settings(_Section):
     _owners: dict[type[SettingsSection], str] = PrivateAttr(default_factory=dict)
     #: where the configured values came from (a file, "+ environment"...), for messages
     _source: str = PrivateAttr(default="defaults")
-    #: ``(table, key) → value`` set by an ambient environment variable (HERMES_CORE_POSTGRES_DSN)
-    _ambient: dict[tuple[str, str], Any] = PrivateAttr(default_factory=dict)
+    #: the environment the settings were loaded from (for :attr:`SettingsSection.environment`)
+    _environ: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def section(self, model: type[_SectionT]) -> _SectionT:
         """The plugin section ``model`` declares, validated (its defaults where unset).
@@ -263,11 +267,7 @@ class Settings(_Section):
         """
         found = self._sections.get(model)
         if found is None:
-            values = {
-                key: value
-                for key, value in self.table(model.config_section).items()
-                if key in model.model_fields
-            }
+            values = self.section_values(model)
             try:
                 found = model.model_validate(values)
             except PydanticValidationError as exc:
@@ -293,10 +293,20 @@ class Settings(_Section):
         for part in path.split(".") if path else []:
             node = node.get(part) if isinstance(node, dict) else None
         out = dict(node) if isinstance(node, dict) else {}
-        for (table, key), value in self._ambient.items():
-            if table == path:
-                out[key] = value
         return out
+
+    def section_values(self, model: type[SettingsSection]) -> dict[str, Any]:
+        """The configured values of ``model``'s keys, unvalidated: its table's keys, then
+        the environment variables it names in :attr:`SettingsSection.environment`."""
+        values = {
+            key: value
+            for key, value in self.table(model.config_section).items()
+            if key in model.model_fields
+        }
+        for key, variable in model.environment.items():
+            if self._environ.get(variable):
+                values[key] = self._environ[variable]
+        return values
 
     def sections(self) -> dict[type[SettingsSection], SettingsSection]:
         """The plugin sections validated so far, by model (``config show`` prints them)."""

@@ -208,6 +208,31 @@ def test_the_postgres_dsn_variable_is_ambient(tmp_path: Path) -> None:
         )
 
 
+def test_a_section_names_the_environment_variables_that_set_its_keys(tmp_path: Path) -> None:
+    # the mechanism behind HERMES_CORE_POSTGRES_DSN, open to any plugin: the core names no
+    # plugin's variable (it used to map that one itself)
+    class Ambient(SettingsSection):
+        config_section: ClassVar[str] = "acme"
+        environment: ClassVar[dict[str, str]] = {"url": "HERMES_CORE_ACME_URL"}
+
+        url: str = Field(default="", description="Where acme lives.")
+
+    class Plugin:
+        @hookimpl
+        def register_settings(self, register):  # type: ignore[no-untyped-def]
+            register(Ambient)
+
+    config = tmp_path / "hermes.toml"
+    config.write_text('[acme]\nurl = "http://127.0.0.1:1/file"\n', encoding="utf-8")
+    env = {"HERMES_CORE_ACME_URL": "http://127.0.0.1:2/env"}
+    with host(load_settings(config, environ=env), ("ambient", Plugin())) as hermes:
+        assert hermes.settings.section(Ambient).url == "http://127.0.0.1:2/env"  # over the file
+    with host(load_settings(config, environ={}), ("ambient", Plugin())) as hermes:
+        assert hermes.settings.section(Ambient).url == "http://127.0.0.1:1/file"
+    # an unloaded plugin's variable is nobody's key: no error, nothing configured
+    host(load_settings(environ=env)).close()
+
+
 # -- the contract: core fields only, typed settings -----------------------------------------
 
 
