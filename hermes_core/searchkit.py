@@ -21,6 +21,11 @@ decides the order, so both stores answer a query the same way.
   index rates alike the one covering more distinct terms wins; word matches
   rank above rows found only as substrings that cover as many terms
   (:func:`scores`, :func:`substring_relevance`).
+* **What the query asks for.** When the query's words ask for a kind of
+  answer (a duration, an error, what the user asked for:
+  :mod:`hermes_core.answer_kinds`), a row holding that kind has its
+  within-tier value multiplied by ``1 + KIND_BONUS`` (at most the tier's
+  top), so among rows covering the words alike the one that can answer wins.
 * **Once per family.** A row carried forward by compaction and its origin
   share a root (``origin_root``); only the best of them is reported, the
   active copy on a tie.
@@ -33,6 +38,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hermes_core.answer_kinds import KIND_BONUS, asked_kinds, holds_any
 from hermes_hookspecs.records import SearchHit
 
 #: at most this many distinct terms of a query are searched (a 10 KB paste stays cheap)
@@ -270,9 +276,11 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
     the index's scale (bm25 against ``ts_rank``, a tiny or a huge corpus)
     does not matter: a word match weighs ``0.5 + 0.5 * fraction``, a
     substring-only match below ``0.5``, and either is multiplied by
-    ``1 + covered / terms``.
+    ``1 + covered / terms``, and by ``1 + KIND_BONUS`` when the row holds a
+    kind of answer the query asks for (:mod:`hermes_core.answer_kinds`).
     """
     total = max(1, len(matcher.terms))
+    kinds = asked_kinds(matcher.terms)
     facts = []
     for cand in candidates:
         if cand.covered is None:
@@ -293,6 +301,8 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
         else:
             weight = 1.0
         value = weight * (1.0 + covered / total)  # in [0, 2]
+        if kinds and holds_any(kinds, cand.role, cand.text):
+            value = min(2.0, value * (1.0 + KIND_BONUS))
         out.append((1.0 if every else 0.0) + value / 2.001)
     return out
 
