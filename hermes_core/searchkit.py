@@ -20,7 +20,11 @@ decides the order, so both stores answer a query the same way.
   tier's best, multiplied by ``1 + covered / terms``, so of two rows the
   index rates alike the one covering more distinct terms wins; word matches
   rank above rows found only as substrings that cover as many terms
-  (:func:`scores`, :func:`substring_relevance`).
+  (:func:`scores`, :func:`substring_relevance`). ``covered`` counts the
+  terms found *near each other*: the most distinct terms within
+  :data:`NEAR_CHARS` characters of the row (a passage and its neighbours, as
+  the recall tool shows a hit), so a short answer holding four of the words
+  beats a 30 KB file read that holds six of them pages apart.
 * **What the query asks for.** When the query's words ask for a kind of
   answer (a duration, an error, what the user asked for:
   :mod:`hermes_core.answer_kinds`), a row holding that kind has its
@@ -45,6 +49,8 @@ from hermes_hookspecs.records import SearchHit
 MAX_TERMS = 32
 #: a longer term is cut to this many characters
 MAX_TERM_CHARS = 256
+#: terms count towards a row's coverage within a tier when they occur within this many characters
+NEAR_CHARS = 480
 #: characters of text shown around the first term found
 SNIPPET_RADIUS = 60
 #: a word, as the word indexes split text: a run of letters and digits
@@ -129,6 +135,37 @@ class TermMatcher:
             else:
                 out.append(words[1].search(folded) is not None)
         return out
+
+    def count_near(self, text: str, span: int) -> int:
+        """The most distinct terms ``text`` covers within ``span`` characters of it.
+
+        Every occurrence of a term (as a substring, or its words apart) is
+        located; the result is the most distinct terms whose occurrences fit
+        in a window of ``span`` characters (measured between their starts).
+        """
+        folded = fold(text)
+        found: list[tuple[int, int]] = []  # (offset, term index), every occurrence
+        for index, (term, words) in enumerate(zip(self._folded, self._words, strict=True)):
+            at = folded.find(term) if term else -1
+            while at >= 0:
+                found.append((at, index))
+                at = folded.find(term, at + 1)
+            if words is not None and words[0] in folded:
+                found.extend((match.start(), index) for match in words[1].finditer(folded))
+        found.sort()
+        best = 0
+        inside: dict[int, int] = {}  # term index -> occurrences in the window
+        low = 0
+        for at, index in found:
+            inside[index] = inside.get(index, 0) + 1
+            while at - found[low][0] > span:
+                gone = found[low][1]
+                inside[gone] -= 1
+                if not inside[gone]:
+                    del inside[gone]
+                low += 1
+            best = max(best, len(inside))
+        return best
 
     def count(self, text: str) -> int:
         """How many distinct terms ``text`` covers."""
@@ -267,6 +304,7 @@ class Candidate:
     relevance: float | None = None
     all_words: bool = False
     covered: int | None = None  # filled in by rank()
+    near: int | None = None  # filled in by scores()
 
 
 def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
@@ -294,13 +332,16 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
             best[every] = max(best[every], cand.relevance)
     out = []
     for every, covered, cand in facts:
+        if cand.near is None:
+            cand.near = matcher.count_near(cand.text, NEAR_CHARS) if covered else 0
+        near = min(cand.near, covered)
         if cand.relevance is None:
             weight = 5.0 * substring_relevance(cand.text, matcher.terms)
         elif best[every] > 0:
             weight = 0.5 + 0.5 * max(0.0, cand.relevance) / best[every]
         else:
             weight = 1.0
-        value = weight * (1.0 + covered / total)  # in [0, 2]
+        value = weight * (1.0 + near / total)  # in [0, 2]
         if kinds and holds_any(kinds, cand.role, cand.text):
             value = min(2.0, value * (1.0 + KIND_BONUS))
         out.append((1.0 if every else 0.0) + value / 2.001)
