@@ -333,7 +333,9 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
     out = []
     for every, covered, cand in facts:
         if cand.near is None:
-            cand.near = matcher.count_near(cand.text, NEAR_CHARS) if covered else 0
+            # one term is near itself; a short row holds its terms near each other
+            far = covered > 1 and len(cand.text) > NEAR_CHARS
+            cand.near = matcher.count_near(cand.text, NEAR_CHARS) if far else covered
         near = min(cand.near, covered)
         if cand.relevance is None:
             weight = 5.0 * substring_relevance(cand.text, matcher.terms)
