@@ -121,7 +121,7 @@ def test_the_cores_mcp_table_is_checked_when_the_host_loads() -> None:
         assert h.settings.section_owner(McpSettings) == "hermes_core.core"
         one_run = McpSettings.from_settings(h.settings, sessions="all", budget_tokens=None)
         assert (one_run.sessions, one_run.list_limit, one_run.budget_tokens) == ("all", 3, 2_000)
-        with pytest.raises(ConfigError, match="extensions.mcp.budget_tokens"):
+        with pytest.raises(ConfigError, match=r"extensions\.mcp\.budget_tokens"):
             McpSettings.from_settings(h.settings, budget_tokens=5)
     # a legacy third-party [extensions.NAME] table stays untyped and accepted
     host(settings_from({"extensions": {"acme_legacy": {"anything": 1}}})).close()
