@@ -28,8 +28,7 @@ decides the order, so both stores answer a query the same way.
 * **What the query asks for.** When the query's words ask for a kind of
   answer (a duration, an error, what the user asked for:
   :mod:`hermes_core.answer_kinds`), a row holding that kind has its
-  within-tier value multiplied by ``1 + KIND_BONUS`` (at most the tier's
-  top), so among rows covering the words alike the one that can answer wins.
+  within-tier value multiplied by ``1 + KIND_BONUS``, so among rows covering the words alike the one that can answer wins.
 * **Once per family.** A row carried forward by compaction and its origin
   share a root (``origin_root``); only the best of them is reported, the
   active copy on a tie.
@@ -345,8 +344,8 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
             weight = 1.0
         value = weight * (1.0 + near / total)  # in [0, 2]
         if kinds and holds_any(kinds, cand.role, cand.text):
-            value = min(2.0, value * (1.0 + KIND_BONUS))
-        out.append((1.0 if every else 0.0) + value / 2.001)
+            value *= 1.0 + KIND_BONUS
+        out.append((1.0 if every else 0.0) + value / (2.001 * (1.0 + KIND_BONUS)))
     return out
 
 
