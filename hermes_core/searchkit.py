@@ -23,12 +23,13 @@ decides the order, so both stores answer a query the same way.
   (:func:`scores`, :func:`substring_relevance`). ``covered`` counts the
   terms found *near each other*: the most distinct terms within
   :data:`NEAR_CHARS` characters of the row (a passage and its neighbours, as
-  the recall tool shows a hit), so a short answer holding four of the words
-  beats a 30 KB file read that holds six of them pages apart.
+  the recall tool shows a hit), so words a page apart in a 30 KB file read
+  count for less than the same words in one passage.
 * **What the query asks for.** When the query's words ask for a kind of
   answer (a duration, an error, what the user asked for:
   :mod:`hermes_core.answer_kinds`), a row holding that kind has its
-  within-tier value multiplied by ``1 + KIND_BONUS``, so among rows covering the words alike the one that can answer wins.
+  within-tier value multiplied by ``1 + KIND_BONUS``, so among rows covering
+  the words alike the one that can answer wins.
 * **Once per family.** A row carried forward by compaction and its origin
   share a root (``origin_root``); only the best of them is reported, the
   active copy on a tie.
