@@ -112,20 +112,33 @@ class TermMatcher:
     def __init__(self, terms: Iterable[str]) -> None:
         self.terms = tuple(terms)
         self._folded = [fold(term) for term in self.terms]
+        self._last: tuple[str | None, str] = (None, "")
         # a term that is not one plain word may also be covered by its words, apart:
         # (first word, pattern of the words with anything but letters and digits between)
         self._words: list[tuple[str, re.Pattern[str]] | None] = []
+        self._spread: list[re.Pattern[str] | None] = []
         for folded in self._folded:
             words = _WORD.findall(folded)
             if not words or words == [folded]:  # the substring test says it all
                 self._words.append(None)
+                self._spread.append(None)
                 continue
             pattern = r"[\W_]+".join(re.escape(w) for w in words)
             self._words.append((words[0], re.compile(rf"(?<![^\W_]){pattern}(?![^\W_])")))
+            # the same led by its first word (fast to scan for), the boundary checked apart
+            self._spread.append(re.compile(rf"{pattern}(?![^\W_])"))
+
+    def _fold(self, text: str) -> str:
+        """:func:`fold` of ``text``, remembered for the last text (coverage and
+        proximity read the same row one after the other; folding 30 KB costs
+        more than matching it)."""
+        if text is not self._last[0]:
+            self._last = (text, fold(text))
+        return self._last[1]
 
     def covered(self, text: str) -> list[bool]:
         """For each term, whether ``text`` covers it."""
-        folded = fold(text)
+        folded = self._fold(text)
         out = []
         for term, words in zip(self._folded, self._words, strict=True):
             if term in folded:
@@ -139,19 +152,25 @@ class TermMatcher:
     def count_near(self, text: str, span: int) -> int:
         """The most distinct terms ``text`` covers within ``span`` characters of it.
 
-        Every occurrence of a term (as a substring, or its words apart) is
-        located; the result is the most distinct terms whose occurrences fit
-        in a window of ``span`` characters (measured between their starts).
+        Every occurrence of a term is located (as a substring; a term found
+        nowhere as one, by its words apart); the result is the most distinct
+        terms whose occurrences fit in a window of ``span`` characters
+        (measured between their starts).
         """
-        folded = fold(text)
+        folded = self._fold(text)
         found: list[tuple[int, int]] = []  # (offset, term index), every occurrence
-        for index, (term, words) in enumerate(zip(self._folded, self._words, strict=True)):
+        for index, (term, spread) in enumerate(zip(self._folded, self._spread, strict=True)):
             at = folded.find(term) if term else -1
+            if at < 0 and spread is not None:
+                # no substring: its words apart (``session go`` for ``session.go``)
+                found.extend(
+                    (match.start(), index)
+                    for match in spread.finditer(folded)
+                    if not match.start() or not _WORD.match(folded, match.start() - 1)
+                )
             while at >= 0:
                 found.append((at, index))
                 at = folded.find(term, at + 1)
-            if words is not None and words[0] in folded:
-                found.extend((match.start(), index) for match in words[1].finditer(folded))
         found.sort()
         best = 0
         inside: dict[int, int] = {}  # term index -> occurrences in the window
@@ -305,6 +324,17 @@ class Candidate:
     all_words: bool = False
     covered: int | None = None  # filled in by rank()
     near: int | None = None  # filled in by scores()
+    typed: bool | None = None  # holds a kind the query asks for; filled in by scores()
+
+
+def _measure(cand: Candidate, matcher: TermMatcher) -> None:
+    """Fill in the terms ``cand`` covers and how many of them lie near each other."""
+    if cand.covered is None:
+        cand.covered = matcher.count(cand.text)
+    if cand.near is None:
+        # one term is near itself; a short row holds its terms near each other
+        far = cand.covered > 1 and len(cand.text) > NEAR_CHARS
+        cand.near = matcher.count_near(cand.text, NEAR_CHARS) if far else cand.covered
 
 
 def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
@@ -321,8 +351,8 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
     kinds = asked_kinds(matcher.terms)
     facts = []
     for cand in candidates:
-        if cand.covered is None:
-            cand.covered = matcher.count(cand.text)
+        _measure(cand, matcher)
+        assert cand.covered is not None
         covered = min(cand.covered, total)
         every = cand.all_words or covered >= total
         facts.append((every, covered, cand))
@@ -332,11 +362,7 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
             best[every] = max(best[every], cand.relevance)
     out = []
     for every, covered, cand in facts:
-        if cand.near is None:
-            # one term is near itself; a short row holds its terms near each other
-            far = covered > 1 and len(cand.text) > NEAR_CHARS
-            cand.near = matcher.count_near(cand.text, NEAR_CHARS) if far else covered
-        near = min(cand.near, covered)
+        near = min(cand.near or 0, covered)
         if cand.relevance is None:
             weight = 5.0 * substring_relevance(cand.text, matcher.terms)
         elif best[every] > 0:
@@ -344,7 +370,9 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
         else:
             weight = 1.0
         value = weight * (1.0 + near / total)  # in [0, 2]
-        if kinds and holds_any(kinds, cand.role, cand.text):
+        if cand.typed is None:
+            cand.typed = bool(kinds) and holds_any(kinds, cand.role, cand.text)
+        if cand.typed:
             value *= 1.0 + KIND_BONUS
         out.append((1.0 if every else 0.0) + value / (2.001 * (1.0 + KIND_BONUS)))
     return out
@@ -368,8 +396,7 @@ def rank(candidates: Iterable[Candidate], terms: Iterable[str], limit: int) -> l
         if seen.relevance is None:
             seen.relevance = cand.relevance
     for cand in merged.values():
-        if cand.covered is None:
-            cand.covered = matcher.count(cand.text)
+        _measure(cand, matcher)
     kept = [
         cand
         for cand in merged.values()
