@@ -17,14 +17,15 @@ decides the order, so both stores answer a query the same way.
 * **Order.** Rows covering every term come first (score in ``[1, 2)``), then
   rows covering some (score in ``[0, 1)``). Within a tier the score grows
   with the store's text relevance (bm25, ``ts_rank``) as a fraction of the
-  tier's best, multiplied by ``1 + covered / terms``, so of two rows the
-  index rates alike the one covering more distinct terms wins; word matches
-  rank above rows found only as substrings that cover as many terms
-  (:func:`scores`, :func:`substring_relevance`). ``covered`` counts the
-  terms found *near each other*: the most distinct terms within
+  tier's best, multiplied by ``1 + near / terms``, so of two rows the index
+  rates alike the one covering more distinct terms wins; word matches rank
+  above rows found only as substrings that cover as many terms
+  (:func:`scores`, :func:`substring_relevance`). ``near`` counts the terms
+  found *near each other*: the most distinct terms within
   :data:`NEAR_CHARS` characters of the row (a passage and its neighbours, as
   the recall tool shows a hit), so words a page apart in a 30 KB file read
-  count for less than the same words in one passage.
+  count for less than the same words in one passage. The tier follows the
+  whole row's coverage.
 * **What the query asks for.** When the query's words ask for a kind of
   answer (a duration, an error, what the user asked for:
   :mod:`hermes_core.answer_kinds`), a row holding that kind has its
@@ -327,14 +328,16 @@ class Candidate:
     typed: bool | None = None  # holds a kind the query asks for; filled in by scores()
 
 
-def _measure(cand: Candidate, matcher: TermMatcher) -> None:
-    """Fill in the terms ``cand`` covers and how many of them lie near each other."""
+def _measure(cand: Candidate, matcher: TermMatcher) -> int:
+    """Fill in the terms ``cand`` covers and how many of them lie near each other;
+    return the first."""
     if cand.covered is None:
         cand.covered = matcher.count(cand.text)
     if cand.near is None:
         # one term is near itself; a short row holds its terms near each other
         far = cand.covered > 1 and len(cand.text) > NEAR_CHARS
         cand.near = matcher.count_near(cand.text, NEAR_CHARS) if far else cand.covered
+    return cand.covered
 
 
 def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
@@ -344,16 +347,17 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
     the index's scale (bm25 against ``ts_rank``, a tiny or a huge corpus)
     does not matter: a word match weighs ``0.5 + 0.5 * fraction``, a
     substring-only match below ``0.5``, and either is multiplied by
-    ``1 + covered / terms``, and by ``1 + KIND_BONUS`` when the row holds a
-    kind of answer the query asks for (:mod:`hermes_core.answer_kinds`).
+    ``1 + near / terms`` (the distinct terms within :data:`NEAR_CHARS`
+    characters of each other), and by ``1 + KIND_BONUS`` when the row holds
+    a kind of answer the query asks for (:mod:`hermes_core.answer_kinds`);
+    the tier's values are scaled by ``1 + KIND_BONUS`` so typed rows keep
+    their order. The tier (every term or some) follows the whole row.
     """
     total = max(1, len(matcher.terms))
     kinds = asked_kinds(matcher.terms)
     facts = []
     for cand in candidates:
-        _measure(cand, matcher)
-        assert cand.covered is not None
-        covered = min(cand.covered, total)
+        covered = min(_measure(cand, matcher), total)
         every = cand.all_words or covered >= total
         facts.append((every, covered, cand))
     best = {True: 0.0, False: 0.0}
