@@ -46,11 +46,31 @@ def _check_arguments(
     return None
 
 
+#: terminal control sequences (CSI such as colours and cursor moves, OSC such as titles
+#: and links, two-byte escapes) and the other C0 controls but tab and newline
+_TERMINAL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: ESC [ params intermediates final
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: ESC ] text BEL / ST
+    r"|\x1b[@-Z\\-_=>()*+][0-9A-Za-z]?"  # two-byte escapes (and charset choices)
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]"
+)
+
+
+def plain_text(text: str) -> str:
+    """``text`` as a reader sees it on a terminal's scrollback: control sequences
+    removed, carriage returns as line breaks. A command's captured output keeps
+    its colours and cursor moves, which cost a model tokens and say nothing."""
+    if "\x1b" in text or "\r" in text or _TERMINAL.search(text):
+        text = _TERMINAL.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
 def display_text(message: Message) -> str:
-    """What a result shows of ``message``: its content, then each tool call once as
-    ``name: key=value; ...`` with the decoded argument values (the raw JSON would
-    repeat them, escaped)."""
-    parts = [message.text()]
+    """What a result shows of ``message``: its content (terminal control sequences
+    removed, :func:`plain_text`), then each tool call once as ``name: key=value;
+    ...`` with the decoded argument values (the raw JSON would repeat them,
+    escaped)."""
+    parts = [plain_text(message.text())]
     for call in message.tool_calls or []:
         function = call.function
         try:
@@ -85,6 +105,11 @@ def _label(row: StoredMessage) -> str:
     state = "compacted" if row.compacted else ("active" if row.active else "inactive")
     origin = f", copy of #{row.origin_id}" if row.origin_id is not None else ""
     return f"#{row.id} {row.message.role} ({state}{origin})"
+
+
+def _harness_label(row: StoredMessage) -> str:
+    size = len(display_text(row.message))
+    return f"{_label(row)}: [text the harness injected ({row.message.harness}), {size:,} chars]"
 
 
 def _render(row: StoredMessage, limit: int, terms: Sequence[str] = (), offset: int = 0) -> str:
@@ -212,6 +237,11 @@ class SessionSearchTool(_Budgeted):
                     lines.append(f"{mark}{_label(row)}: [shown above as #{shown[family]}]")
                     continue
                 shown[family] = row.id
+                if row.message.harness is not None and not is_hit:
+                    # text a harness injected (a reminder, an environment block) beside a
+                    # hit is context, not evidence: named, not shown
+                    lines.append(f"{mark}{_harness_label(row)}")
+                    continue
                 # a hit gets twice a neighbour's room
                 lines.append(mark + _render(row, limit * 2 if is_hit else limit, terms))
         first = results[0].message.id

@@ -196,3 +196,37 @@ def test_tool_calls_are_shown_once_with_decoded_arguments(host: Hermes) -> None:
     [result] = ask(session, call("session_search", {"query": "unknown channel NAK"}))
     assert f"Bash: command={command}" in result  # decoded: the quotes as the agent typed them
     assert '\\"unknown channel NAK\\"' not in result  # not the raw JSON again
+
+
+def test_search_shows_terminal_output_as_text_and_names_harness_text(host: Hermes) -> None:
+    """A command's colours and cursor moves are not shown (they cost tokens and say
+    nothing); a harness block beside a hit is named, not shown."""
+    session = host.new_session()
+    reminder = "<environment_context><cwd>/srv/app</cwd>" + " padding" * 80 + "</environment_context>"
+    with session.turn() as turn:
+        turn.prepare(reminder)
+        turn.record_response({"role": "assistant", "content": "workspace noted as Q7781"})
+        turn.commit()
+    with session.turn() as turn:
+        turn.prepare("build it")
+        turn.record_response(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call("bash", {"command": "make"}, "b1")],
+            }
+        )
+        coloured = "\x1b[1;31merror:\x1b[0m linker failed W9321\r\n\x1b]0;make\x07\x1b[?25h done"
+        turn.add_tool_result("b1", coloured)
+        turn.record_response({"role": "assistant", "content": "the link step fails"})
+        turn.commit()
+    rows = host.store().all_messages(session.id)
+    assert rows[0].message.harness == "codex.environment_context"  # marked at record time
+    [found] = ask(session, call("session_search", {"query": "linker W9321"}))
+    assert "error: linker failed W9321\n done" in found
+    assert "\x1b" not in found and "\r" not in found
+    [near] = ask(session, call("session_search", {"query": "Q7781"}, "c2"))
+    assert "padding padding" not in near
+    assert re.search(r"#\d+ user \(active\): \[text the harness injected \(codex\.", near), near
+    [opened] = ask(session, call("session_open", {"message_id": rows[-2].id}, "c3"))
+    assert "error: linker failed W9321" in opened and "\x1b" not in opened
