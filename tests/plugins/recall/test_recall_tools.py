@@ -202,7 +202,8 @@ def test_search_shows_terminal_output_as_text_and_names_harness_text(host: Herme
     """A command's colours and cursor moves are not shown (they cost tokens and say
     nothing); a harness block beside a hit is named, not shown."""
     session = host.new_session()
-    reminder = "<environment_context><cwd>/srv/app</cwd>" + " padding" * 80 + "</environment_context>"
+    padding = " padding" * 80
+    reminder = f"<environment_context><cwd>/srv/app</cwd>{padding}</environment_context>"
     with session.turn() as turn:
         turn.prepare(reminder)
         turn.record_response({"role": "assistant", "content": "workspace noted as Q7781"})
