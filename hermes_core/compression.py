@@ -97,6 +97,9 @@ class CompressionInputs:
     focus: str | None = None
     manual: bool = False
     reason: str = "manual"
+    #: compress only the active rows up to this id (the history a mid-turn view was
+    #: planned over); later rows are kept as they are, after the new view
+    upto_id: int | None = None
 
 
 @dataclass
@@ -252,10 +255,14 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
     notes = plan.notes
     insights = services.events.pre_compress(record.id, [row.message for row in rows])
     provider = _provider_compaction(inputs, services, notes)
+    kept = 0  # tokens of the rows after ``upto_id``, kept after the new view
     if provider is not None:
         new_messages, plan.routing, plan.backend = provider
         plan.engine = plan.backend
     else:
+        if inputs.upto_id is not None and any(row.id <= inputs.upto_id for row in rows):
+            kept = sum(row.token_count or 0 for row in rows if row.id > inputs.upto_id)
+            rows = [row for row in rows if row.id <= inputs.upto_id]
         request = _request(
             inputs,
             services,
@@ -295,7 +302,9 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
         engine=plan.engine,
         backend=plan.backend,
         tokens_before=before,
-        tokens_after=inputs.view.prefix_tokens + sum(m.token_count or 0 for m in new_messages),
+        tokens_after=inputs.view.prefix_tokens
+        + sum(m.token_count or 0 for m in new_messages)
+        + kept,
         summarizer=plan.result.summarizer if plan.result else "",
         fallback=plan.result.fallback_used if plan.result else False,
         detail={"trigger": inputs.reason, "focus": inputs.focus, "notes": notes},

@@ -109,6 +109,11 @@ class TurnSession(Protocol):
     def restore_memory(self) -> None: ...
 
 
+#: commit keeps a mid-turn view only while, with the rest of the turn, it takes at most
+#: this share of the threshold (a compaction should leave room for many turns)
+REUSE_SHARE = 0.5
+
+
 class Turn:
     """One agent turn under the session's turn lease. Use as a context manager."""
 
@@ -117,6 +122,10 @@ class Turn:
         self.services = session.services
         self.id = uuid.uuid4().hex
         self.draft = TurnDraft()
+        #: the last pending message a mid-turn view covered, when that view was planned
+        #: over the stored history (the turn's first such view): commit compresses the
+        #: same messages, so the view it writes is the one the turn was sent on
+        self._draft_last: NewMessage | None = None
         self._keeper = LeaseKeeper(self.services.store, lease, ttl).start()
         self._request: PendingRequest | None = None
         self._prompt_tokens_before = 0
@@ -353,6 +362,7 @@ class Turn:
             self._stub_open_calls()
         s = self.session
         draft = self.draft
+        upto = self._reusable_view()
         try:
             stored: list[StoredMessage] = []
             if draft.pending:
@@ -369,12 +379,37 @@ class Turn:
                 # the committed history (that turn included) is compressed now, for real
                 draft.view = None
                 s.ledger.mark_compaction()  # the next request leaves the view either way
-                self.compress(reason="post-response")
+                # the engine is given what the view was planned over (the history and the
+                # draft up to that point), so it cuts and summarises as it did for the view
+                # and the next request keeps its prefix; the rest of the turn follows as is
+                upto_id = stored[upto].id if upto is not None and upto < len(stored) else None
+                self.compress(reason="post-response", upto_id=upto_id)
             elif s.pressure.due:
                 self._maybe_compress(preflight=False)
             return stored
         finally:
             self._finish()
+
+    def _reusable_view(self) -> int | None:
+        """The index of the last pending message the mid-turn view covered, if commit keeps it.
+
+        Commit writes the view the turn was sent on (so the next request keeps its
+        prefix) when the engine can plan it again from the stored rows (the turn's
+        first view) and, with the rest of the turn after it, it still takes at most
+        :data:`REUSE_SHARE` of the threshold: else a full compression buys more room.
+        """
+        view, last = self.draft.view, self._draft_last
+        if view is None or last is None:
+            return None
+        upto = next((i for i, m in enumerate(self.draft.pending) if m is last), None)
+        if upto is None:
+            return None
+        tokens = (
+            self.session.view.prefix_tokens
+            + sum(row.token_count or 0 for row in view.rows)
+            + sum(m.token_count or 0 for m in self.draft.pending[upto + 1 :])
+        )
+        return upto if tokens <= self._threshold() * REUSE_SHARE else None
 
     def _stub_open_calls(self) -> None:
         draft = self.draft
@@ -447,31 +482,45 @@ class Turn:
     def _compress_draft(self) -> bool:
         """Plan the mid-turn view over the history and the draft (nothing is written)."""
         s = self.session
+        first = self.draft.view is None
         result = plan_draft_view(self._inputs(), self.services, self.draft.rows(s.view, s.id))
         s.pressure.due = False
         if result is None:
             return False
+        # only a view planned over the stored history can be planned again at commit
+        self._draft_last = self.draft.pending[-1] if first and self.draft.pending else None
         self.draft.cover(result.messages, s.id)
         s.ledger.mark_compaction()
         return True
 
     def compress(
-        self, *, focus: str | None = None, manual: bool = False, reason: str = "manual"
+        self,
+        *,
+        focus: str | None = None,
+        manual: bool = False,
+        reason: str = "manual",
+        upto_id: int | None = None,
     ) -> CompressionOutcome:
-        """Compress the session's active context now, under this turn's lease."""
+        """Compress the session's active context now, under this turn's lease.
+
+        :param upto_id: compress only the active rows up to this id; later ones stay
+            after the new view (see :attr:`CompressionInputs.upto_id`).
+        """
         self._keeper.check()
-        outcome = self._run_compression(focus=focus, manual=manual, reason=reason)
+        outcome = self._run_compression(focus=focus, manual=manual, reason=reason, upto_id=upto_id)
         self.session.pressure.due = False
         return outcome
 
     def _run_compression(
-        self, *, focus: str | None, manual: bool, reason: str
+        self, *, focus: str | None, manual: bool, reason: str, upto_id: int | None = None
     ) -> CompressionOutcome:
         """Carry out the coordinator's plan: stage the prompt, commit, move the lease."""
         s = self.session
         services = self.services
         s.reload()
-        plan = plan_compression(self._inputs(focus=focus, manual=manual, reason=reason), services)
+        plan = plan_compression(
+            self._inputs(focus=focus, manual=manual, reason=reason, upto_id=upto_id), services
+        )
         if plan.done is not None:
             return plan.done
         assert plan.continuing is not None

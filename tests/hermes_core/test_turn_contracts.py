@@ -18,6 +18,7 @@ from hermes_hookspecs import (
     CompressionResult,
     ConfigError,
     ContextEngine,
+    Message,
     NewMessage,
     ValidationError,
     hookimpl,
@@ -248,6 +249,75 @@ def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(
     assert store.get_session(session.id).compression_count == 1  # for real, after the commit
     originals = [m for m in store.all_messages(session.id) if m.origin_id is None]
     assert [m.message.role for m in originals].count("user") == 4
+
+
+class SummarizeAllButLast(ContextEngine):
+    """Keeps the last tool round on behind a summary naming how many rows it was given."""
+
+    name = "summarize-all-but-last"
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        rows = request.messages
+        start = max(i for i, r in enumerate(rows) if r.message.tool_calls)
+        summary = NewMessage(message=Message(role="user", content=f"summary of {len(rows)}"))
+        kept = [NewMessage(message=r.message, origin_id=r.id) for r in rows[start:]]
+        return CompressionResult(status="compressed", engine=self.name, messages=[summary, *kept])
+
+
+class SummarizeAllButLastPlugin:
+    @hookimpl
+    def register_context_engines(self, register):  # type: ignore[no-untyped-def]
+        register(SummarizeAllButLast())
+
+
+def _turn_compressed_mid_way(session: Any, threshold: int, rest: str) -> list[dict[str, Any]]:
+    """A turn whose second request is a mid-turn view, then ``rest``; the view's messages."""
+    with session.turn() as turn:
+        turn.prepare("long task")
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
+            usage(threshold + 100),
+        )
+        turn.add_tool_result("c1", "output")
+        view = turn.prepare()
+        assert view.compressed
+        turn.record_response({"role": "assistant", "content": rest}, usage(100))
+        turn.commit()
+    return view.messages
+
+
+def test_commit_writes_the_mid_turn_view_so_the_next_request_keeps_its_prefix(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    view = _turn_compressed_mid_way(session, threshold, "done")
+    # the engine planned the view over 6 stored rows and the turn's first 3 messages
+    assert view[1]["content"] == "summary of 9"
+    active = [row.message.text() for row in session.active_messages()]
+    assert active == ["summary of 9", "", "output", "done"]  # the view, then the turn's rest
+    chat(session, "next")
+    entries = hermes.store().prefix_entries(session.id)
+    assert entries[-1].break_reason is None  # one cache break for the compaction, not two
+    assert hermes.store().get_session(session.id).compression_count == 1
+
+
+def test_commit_compresses_the_whole_turn_when_its_rest_outgrew_the_view(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    # the rest of the turn alone takes most of the threshold: keeping the view would
+    # leave no room, so commit compresses everything (the rest included)
+    _turn_compressed_mid_way(session, threshold, "word " * int(threshold * 0.6))
+    active = [row.message.text() for row in session.active_messages()]
+    assert active[0] == "summary of 10"
 
 
 # -- item 5: an unanswered tool call ---------------------------------------------------
