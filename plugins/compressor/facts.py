@@ -100,11 +100,21 @@ STEP_NOTE_CHARS = 160
 #: meaning is the closing answer before it, which is kept at a boost
 SHORT_REQUEST_CHARS = 24
 SHORT_REQUEST_PENALTY = 4.0
+#: the words of a reply that only assents or hands the turn back (``yes``, ``ok, now
+#: continue``, ``do that``): such a short reply says nothing on its own, it is no fact
+_ASSENT_WORDS = (
+    "yes yeah yep yup ok okay k sure fine good great cool nice thanks thank you please "
+    "pls go on ahead continue proceed keep going do it that this so now then and lets "
+    "let's let us what's whats next again right correct agreed perfect done"
+)
+_ASSENT = frozenset(_ASSENT_WORDS.split())
+_WORD = re.compile(r"[\w']+")
 #: an output that only acknowledges the call (it adds nothing to the call itself)
 _ACK = re.compile(
     r"(?i)^(?:the file \S.{0,300} has been (?:updated|created)(?: successfully)?\.?|"
     r"file created successfully.{0,200}|updated task #?\d+ status|"
-    r"(?:ok|done|success|successfully|saved)\.?)$"
+    r"todos have been modified successfully.{0,400}|"
+    r"(?:ok|done|success|successfully|saved|plan updated)\.?)$"
 )
 #: assistant prose that only narrates the next step
 _NARRATION = re.compile(
@@ -334,7 +344,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 4
+VERSION = 5
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -344,11 +354,15 @@ def message_facts(message: Message) -> dict[str, Any]:
     done once per message: the runtime stores it with the row through the
     ``annotate_message`` hook, so a compression only assembles it.
     """
-    if message.kind != "message" or message.harness is not None:
+    if message.kind != "message":
+        return {}
+    if message.harness in RESULT_HARNESS:
+        return _notice_facts(message.text())
+    if message.harness is not None:
         return {}
     if message.role == "user":
         text = _fold(message.text())
-        if not text:
+        if not text or assent_only(text):
             return {}
         constraints = [
             _fold(sentence)
@@ -372,7 +386,10 @@ def message_facts(message: Message) -> dict[str, Any]:
             out["decisions"] = [
                 _fold(s)
                 for s in stated
-                if 20 <= len(_fold(s)) <= 300 and len(s.split()) >= 5 and _DECISION.search(s)
+                if 20 <= len(_fold(s)) <= 300
+                and len(s.split()) >= 5
+                and _DECISION.search(s)
+                and not _fold(s).endswith(("?", ":"))  # a question or a list's lead-in
             ][:3]
             out["pieces"] = _pieces(prose)
         calls = []
@@ -398,6 +415,30 @@ def message_facts(message: Message) -> dict[str, Any]:
             "long": len(body) > SHORT_OUTPUT_CHARS,
         }
     return {}
+
+
+def assent_only(text: str) -> bool:
+    """A short reply made only of assent and hand-back words (``yes``, ``go on``, ``do 1``)."""
+    if len(text) >= SHORT_REQUEST_CHARS:
+        return False
+    words = _WORD.findall(text.lower())
+    return all(w in _ASSENT or w.isdigit() for w in words)
+
+
+#: harness notices that carry the result of work done outside the turn (Claude Code's
+#: ``<task-notification>``: a background agent's or command's report): the agent reads
+#: them as answers, so their summary and result are facts like an answer's
+RESULT_HARNESS = frozenset({"claude_code.task_notification"})
+_NOTICE_PART = re.compile(r"<(summary|result)>(.*?)(?:</\1>|\Z)", re.DOTALL)
+
+
+def _notice_facts(text: str) -> dict[str, Any]:
+    """The answer pieces of a result notice: its summary line, then its result."""
+    parts = [body.strip() for _tag, body in _NOTICE_PART.findall(text) if body.strip()]
+    if not parts:
+        return {}
+    prose = strip_reasoning("\n\n".join(parts))
+    return {"notice": True, "narration": False, "decisions": [], "pieces": _pieces(prose)}
 
 
 def annotation(message: Message) -> dict[str, Any] | None:
@@ -464,13 +505,18 @@ def extract_facts(
 
     closing = closing_answers(messages)
     for position, (message, mid, notes) in enumerate(zip(messages, ids, stored, strict=True)):
-        if message.kind != "message" or message.harness is not None:
+        if message.kind != "message":
+            continue
+        if message.harness is not None and message.harness not in RESULT_HARNESS:
             continue
         entry = _recorded(notes)
         part = entry if entry is not None else message_facts(message)
         if not part:
             continue
-        if message.role == "user":
+        if part.get("notice"):
+            for order, piece in enumerate(part["pieces"]):
+                add("answer", piece, position, mid, boost=-min(2.0, 0.5 * order))
+        elif message.role == "user":
             short = len(part["request"]) < SHORT_REQUEST_CHARS
             add("request", part["request"], position, mid, -SHORT_REQUEST_PENALTY * short)
             for sentence in part["constraints"]:
