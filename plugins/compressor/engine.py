@@ -430,8 +430,9 @@ class _Work:
         leaves; with a large system prompt that tail, the handoff's floor and
         the tail's sections add up past :data:`AFTER_TARGET` of the threshold,
         and each compaction buys little room. The room is then scaled down in
-        proportion, so the tail shrinks and the handoff keeps its floor; the
-        handoff's own bound then counts the tail's sections too.
+        proportion, so the tail shrinks and the handoff keeps its floor (down to
+        the tail's last group when the system prompt and head leave no room at
+        all); the handoff's own bound then counts the tail's sections too.
         """
         plan = self._tail_plan(rest)
         threshold = self.settings.threshold_tokens
@@ -442,10 +443,12 @@ class _Work:
             - handoff_floor(threshold)
             - self._sections_tokens(plan)
         )
-        if allowed <= 0 or tail_tokens <= allowed:
+        if tail_tokens <= max(0, allowed):
             return plan
+        # with no room at all left (a system prompt and head as large as the target)
+        # the tail keeps its last group only: the strategy's suffix never goes below it
         room = max(1, threshold - self.request.system_tokens)
-        smaller = max(1, room * allowed // tail_tokens)
+        smaller = max(1, room * max(0, allowed) // tail_tokens)
         self.replanned = True
         self.notes.append(
             f"tail planned again in {smaller} of {room} tokens of room: the handoff keeps its floor"
@@ -547,7 +550,7 @@ class _Work:
         summary.summarizer = result.summarizer or summarizer.name
         summary.compression_index = self.request.compression_index
         summary.covered_tokens = covered
-        summary.covered_dialogue_tokens = dialogue or 0
+        summary.covered_dialogue_tokens = dialogue
         return summary, result
 
     def _fail(self, error: SummarizerError) -> None:
@@ -713,7 +716,7 @@ def _dialogue_tokens(middle: Sequence[Item], previous: HandoffSummary | None) ->
     """
     before = 0
     if previous is not None and previous.covered_tokens:
-        if not previous.covered_dialogue_tokens:
+        if previous.covered_dialogue_tokens is None:
             return None
         before = previous.covered_dialogue_tokens
     messages = [it.message for it in middle]
