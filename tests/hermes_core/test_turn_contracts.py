@@ -252,14 +252,19 @@ def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(
 
 
 class SummarizeAllButLast(ContextEngine):
-    """Keeps the last tool round on behind a summary naming how many rows it was given."""
+    """Keeps the last tool round on behind a summary naming the rows it stands for.
+
+    Like a real handoff it quotes the ids of what it summarised, and a mid-turn view
+    summarises rows of the turn, which are not stored yet (negative ids).
+    """
 
     name = "summarize-all-but-last"
 
     def compress(self, request: CompressionRequest) -> CompressionResult:
         rows = request.messages
         start = max(i for i, r in enumerate(rows) if r.message.tool_calls)
-        summary = NewMessage(message=Message(role="user", content=f"summary of {len(rows)}"))
+        ids = [r.id for r in rows[:start]]
+        summary = NewMessage(message=Message(role="user", content=f"summary of {len(rows)}: {ids}"))
         kept = [NewMessage(message=r.message, origin_id=r.id) for r in rows[start:]]
         return CompressionResult(status="compressed", engine=self.name, messages=[summary, *kept])
 
@@ -295,14 +300,22 @@ def test_commit_writes_the_mid_turn_view_so_the_next_request_keeps_its_prefix(
         chat(session, f"step {i}")
     threshold = hermes.threshold(session.model).threshold_tokens
     view = _turn_compressed_mid_way(session, threshold, "done")
-    # the engine planned the view over 6 stored rows and the turn's first 3 messages
-    assert view[1]["content"] == "summary of 9"
-    active = [row.message.text() for row in session.active_messages()]
-    assert active == ["summary of 9", "", "output", "done"]  # the view, then the turn's rest
+    # the engine planned the view over 6 stored rows and the turn's first 3 messages; its
+    # summary quotes the turn's user message, not stored yet, by its draft id
+    assert view[1]["content"].startswith("summary of 9: [") and ", -1]" in view[1]["content"]
+    active = session.active_messages()
+    texts = [row.message.text() for row in active]
+    assert texts == [view[1]["content"], "", "output", "done"]  # the view, then the turn's rest
     chat(session, "next")
-    entries = hermes.store().prefix_entries(session.id)
+    store = hermes.store()
+    entries = store.prefix_entries(session.id)
     assert entries[-1].break_reason is None  # one cache break for the compaction, not two
-    assert hermes.store().get_session(session.id).compression_count == 1
+    assert store.get_session(session.id).compression_count == 1
+    # the view's copies of the turn's messages point at the stored originals
+    originals = {r.id: r for r in store.all_messages(session.id) if r.origin_id is None}
+    copies = [row for row in active if row.origin_id is not None]
+    assert len(copies) == 2  # the assistant call and its result; "done" is stored as is
+    assert all(originals[r.origin_id].message.text() == r.message.text() for r in copies)
 
 
 def test_commit_compresses_the_whole_turn_when_its_rest_outgrew_the_view(
@@ -317,7 +330,7 @@ def test_commit_compresses_the_whole_turn_when_its_rest_outgrew_the_view(
     # leave no room, so commit compresses everything (the rest included)
     _turn_compressed_mid_way(session, threshold, "word " * int(threshold * 0.6))
     active = [row.message.text() for row in session.active_messages()]
-    assert active[0] == "summary of 10"
+    assert active[0].startswith("summary of 10: ")
 
 
 # -- item 5: an unanswered tool call ---------------------------------------------------
