@@ -124,8 +124,15 @@ _NARRATION = re.compile(
 _RESULT_LINE = re.compile(
     r"(?:^ok\s|^PASS\b|^FAIL\b|^---\s(?:PASS|FAIL)|\b\d+ (?:passed|failed|tests?)\b|"
     r"\b\d+(?:\.\d+)?s\b|exit (?:code|status)|Exit code|\bSuccess|\bsucceeded\b|\bcreated\b|"
-    r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b)"
+    r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b|"
+    r"^\[[\w./-]+ (?:\(root-commit\) )?[0-9a-f]{7,40}\] )"  # git commit's ``[main 1a2b3c4] msg``
 )
+#: a task runner echoing the command it runs (``[test:ci] $ go test ./...``, ``$ make``)
+_ECHO_LINE = re.compile(r"^\s*(?:\[[\w:./-]+\]\s*)?\$ \S")
+#: a ``file:line: message`` line (a test assertion, a compiler diagnostic) ...
+_LOCATED_LINE = re.compile(r"^\s*[\w./-]+\.\w+:\d+(?::\d+)?: \S")
+#: ... is an error line of an output that reports a failure
+_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
 #: a line of a file listing (``  12→code``, ``12\tcode``): code, not an outcome
 _LISTING = re.compile(r"^\s*\d+(?:→|\t)")
 _HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
@@ -300,11 +307,13 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     listing = sum(1 for line in lines[:20] if _LISTING.match(line)) > len(lines[:20]) // 2
     if listing:  # a file's text: its lines are code, not errors or results
         return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
+    failed = bool(_FAILED_RUN.search(text[:SCAN_CHARS]) or _FAILED_RUN.search(text[-SCAN_CHARS:]))
+    echo = ""
     for raw in lines:
         if (
             len(errors) < MAX_ERRORS_PER_OUTPUT
             and len(raw.strip()) >= MIN_ERROR_CHARS
-            and _ERROR_LINE.search(raw)
+            and (_ERROR_LINE.search(raw) or (failed and _LOCATED_LINE.match(raw)))
             and not _CODE_LINE.search(raw)
         ):
             line = _line(raw)
@@ -312,7 +321,11 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
                 errors.append(line)
         elif len(results) < 2 and _RESULT_LINE.search(raw):
             results.append(_line(raw))
+        elif not echo and _ECHO_LINE.match(raw):
+            echo = _line(raw)
     boost = 2.5 if errors or results else 0.0
+    if echo and echo not in results:  # the command the runner ran, before what it printed
+        results.insert(0, echo)
     if len(text) <= SHORT_OUTPUT_CHARS:
         return _fold(_ANSI.sub("", text)), errors if len(lines) > 1 else [], max(boost, 1.0)
     hexes = [h for h in dict.fromkeys(_HEXISH.findall(text[:SCAN_CHARS]))][:2]
@@ -344,7 +357,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 5
+VERSION = 6
 
 
 def message_facts(message: Message) -> dict[str, Any]:

@@ -315,3 +315,39 @@ def test_a_plan_update_acknowledgement_is_not_an_outcome_worth_keeping() -> None
     )
     [command] = [f for f in facts if f.kind == "command"]
     assert command.text == "update_plan → ok" and command.score < 3
+
+
+def test_outcomes_keep_the_runners_command_and_a_commit_and_failures_keep_their_location() -> None:
+    runner = "[test:ci] $ go test -tags=integration -race ./...\n" + "=== RUN TestA\n" * 40
+    runner += "ok  github.com/x/cli 28.304s\nok  github.com/x/cli/agent (cached)\n"
+    commit = "[main ec5d9ff] Add protocol v2 packet primitives\n 2 files changed, 260 insertions(+)"
+    failing = "\n".join(
+        [
+            "=== RUN   TestResync",
+            "    integration_test.go:119: expected delta pack (2631) to be smaller than (2398)",
+            "--- FAIL: TestResync (0.01s)",
+            "FAIL",
+        ]
+        + ["padding line"] * 30
+    )
+    passing = "=== RUN   TestDebug\n    debug_test.go:65: response bytes: 72\n" + "x\n" * 200
+    messages = [
+        bash("c1", "mise run test:ci"),
+        Message(role="tool", tool_call_id="c1", content=runner),
+        bash("c2", "git commit -m 'Add protocol v2 packet primitives'"),
+        Message(role="tool", tool_call_id="c2", content=commit),
+        bash("c3", "go test ./internal/syncer"),
+        Message(role="tool", tool_call_id="c3", content=failing),
+        bash("c4", "go test -run TestDebug -v"),
+        Message(role="tool", tool_call_id="c4", content=passing),
+    ]
+    facts = extract_facts(messages, [1, 2, 3, 4, 5, 6, 7, 8])
+    commands = {f.message_id: f for f in facts if f.kind == "command"}
+    assert "→ [test:ci] $ go test -tags=integration -race ./... | ok" in commands[2].text
+    assert "28.304s" in commands[2].text
+    # a commit is an outcome worth as much as a test summary
+    assert commands[4].score >= commands[2].score - 0.5
+    errors = [f.text for f in facts if f.kind == "error"]
+    assert any("integration_test.go:119: expected delta pack (2631)" in e for e in errors)
+    # a located line of a run that did not fail is a log line, not an error
+    assert not any("debug_test.go:65" in e for e in errors)
