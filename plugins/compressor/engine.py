@@ -104,7 +104,7 @@ SUMMARY_PROMPT_OVERHEAD = 2_000
 #: 1/HANDOFF_FLOOR and 1/HANDOFF_CAP of the threshold, and at most HANDOFF_MAX tokens
 HANDOFF_RATE = 1 / 34
 #: ... or up to DIALOGUE_RATE of it while the conversation's own words are larger
-DIALOGUE_RATE = 1 / 24
+DIALOGUE_RATE = 1 / 16
 HANDOFF_FLOOR = 24
 HANDOFF_CAP = 4
 HANDOFF_MAX = 12_000

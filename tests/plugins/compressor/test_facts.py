@@ -88,12 +88,12 @@ def test_handoff_budget_grows_with_the_history_within_the_window() -> None:
 
 
 def test_a_history_rich_in_words_gets_a_larger_handoff_never_larger_than_its_words() -> None:
-    # 240K tokens of history: a 34th (7,058) however few words it holds
-    assert handoff_tokens(92_928, 240_000, dialogue_tokens=1_000) == 240_000 // 34
-    # many words: up to a 24th of the history (10,000)
-    assert handoff_tokens(92_928, 240_000, dialogue_tokens=50_000) == 240_000 // 24
+    # 160K tokens of history: a 34th (4,705) however few words it holds
+    assert handoff_tokens(92_928, 160_000, dialogue_tokens=1_000) == 160_000 // 34
+    # many words: up to a 16th of the history (10,000)
+    assert handoff_tokens(92_928, 160_000, dialogue_tokens=50_000) == 160_000 // 16
     # ... but never more than the words themselves
-    assert handoff_tokens(92_928, 240_000, dialogue_tokens=8_000) == 8_000
+    assert handoff_tokens(92_928, 160_000, dialogue_tokens=8_000) == 8_000
 
 
 def test_the_handoff_counts_the_words_of_the_history_it_stands_for() -> None:
