@@ -552,12 +552,15 @@ def extract_facts(
         elif message.role == "tool":
             found = calls.get(part["call_id"] or "")
             errors = part["errors"]
+            boost = part["boost"]
             if (
                 found is not None
                 and part["long"]
                 and (_LOOKUP_TOOLS.search(found[2]) or _READ_COMMAND.match(found[1]))
             ):
                 errors = []
+                if _READ_COMMAND.match(found[1]):  # a file shown by the shell: its lines
+                    boost = min(boost, 0.0)  # are the file's text, not what happened
             if found is not None:
                 index, subject, _tool = found
                 fact = facts[index]
@@ -565,7 +568,7 @@ def extract_facts(
                     update={
                         "text": f"{subject} → {part['outcome']}",
                         "message_id": mid or fact.message_id,
-                        "score": round(fact.score + part["boost"], 3),
+                        "score": round(fact.score + boost, 3),
                     }
                 )
             for line in errors:
@@ -592,9 +595,14 @@ def shape(fact: HandoffFact) -> str:
 
     A failure that recurs over reruns prints the same line with other ports,
     line numbers and timings, and from other commands; the newest copy stands
-    for all of them.
+    for all of them. So does a command run again with the same outcome but for
+    its numbers (a test run passing again in another time): the same command,
+    exactly, and its outcome without numbers.
     """
     key = fact.text.strip()
+    if fact.kind == "command" and " → " in key:
+        subject, outcome = key.split(" → ", 1)
+        return f"{subject} → {_DIGITS.sub('#', outcome)}"
     if fact.kind != "error":
         return key
     return _DIGITS.sub("#", _FROM.sub("", key))

@@ -351,3 +351,40 @@ def test_outcomes_keep_the_runners_command_and_a_commit_and_failures_keep_their_
     assert any("integration_test.go:119: expected delta pack (2631)" in e for e in errors)
     # a located line of a run that did not fail is a log line, not an error
     assert not any("debug_test.go:65" in e for e in errors)
+
+
+def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_result() -> None:
+    def poll(call_id: str) -> Message:
+        return Message(
+            role="assistant",
+            content=None,
+            tool_calls=[
+                ToolCall(id=call_id, function=ToolFunction(name="write_stdin", arguments="{}"))
+            ],
+        )
+
+    readme = "- If a target branch does not exist, it is created.\n" + "text line\n" * 80
+    messages = [
+        poll("p1"),
+        Message(role="tool", tool_call_id="p1", content="ok  github.com/x/syncer 0.914s"),
+        poll("p2"),
+        Message(role="tool", tool_call_id="p2", content="ok  github.com/x/syncer 0.306s"),
+        bash("c1", "go test ./... | tail -80"),
+        Message(role="tool", tool_call_id="c1", content="ok  github.com/x/cli 71.643s"),
+        bash("c2", "go test ./... | tail -20"),
+        Message(role="tool", tool_call_id="c2", content="ok  github.com/x/cli 73.996s"),
+        bash("c3", "sed -n '1,260p' README.md"),
+        Message(role="tool", tool_call_id="c3", content=readme),
+    ]
+    facts = extract_facts(messages, list(range(1, 11)))
+    chosen = [f.text for f in select_facts(facts, 10_000)]
+    # the same poll passing again: the newest copy stands for both
+    assert [t for t in chosen if t.startswith("write_stdin")] == [
+        "write_stdin → ok github.com/x/syncer 0.306s"
+    ]
+    # two different commands: both kept, with their own timings
+    assert any("71.643s" in t for t in chosen) and any("73.996s" in t for t in chosen)
+    # a file the shell printed: "created" in its text is no result of the command
+    [view] = [f for f in facts if f.text.startswith("Bash: sed -n")]
+    [run] = [f for f in facts if "71.643s" in f.text]
+    assert view.score < run.score - 2
