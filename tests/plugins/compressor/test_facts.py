@@ -100,12 +100,8 @@ def test_the_handoff_counts_the_words_of_the_history_it_stands_for() -> None:
     from hermes_plugin_compressor.engine import ContextCompressor
     from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
     from hermes_plugin_tail_lean import LeanTail
-    from tests.plugins.compressor.test_compressor import (
-        PluginHost,
-        request,
-        session,
-        settings_for,
-    )
+    from tests.compressor_support import PluginHost, settings_for
+    from tests.plugins.compressor.test_compressor import request, session
 
     engine = ContextCompressor()
     engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[LeanTail()]))
@@ -115,7 +111,7 @@ def test_the_handoff_counts_the_words_of_the_history_it_stands_for() -> None:
     assert result.summary is not None
     words = result.summary.covered_dialogue_tokens
     # the user's messages and the closing answers: a few tokens each, not the tool output
-    assert 0 < words < result.summary.covered_tokens // 4
+    assert words is not None and 0 < words < result.summary.covered_tokens // 4
 
 
 def test_facts_recorded_once_per_message_give_the_same_result() -> None:
