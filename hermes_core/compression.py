@@ -97,6 +97,25 @@ class CompressionInputs:
     focus: str | None = None
     manual: bool = False
     reason: str = "manual"
+    #: plan again the mid-turn view the turn was sent on (see :class:`ViewReplan`)
+    replan: ViewReplan | None = None
+
+
+@dataclass(frozen=True)
+class ViewReplan:
+    """The engine input of a mid-turn view, to write that view at commit.
+
+    ``rows`` are what the view was planned over: the stored history and the turn's
+    draft rows as they were then (negative ids: not stored yet, so the engine quotes
+    no message id for them); ``ids`` maps each draft id to the id its message was
+    stored under. The engine, given the same rows, plans the same view; its copies
+    of draft rows get their stored ids, active rows up to ``watermark`` are replaced
+    and later ones (the rest of the turn) are kept after the new view.
+    """
+
+    rows: tuple[StoredMessage, ...]
+    ids: dict[int, int]
+    watermark: int
 
 
 @dataclass
@@ -252,18 +271,25 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
     notes = plan.notes
     insights = services.events.pre_compress(record.id, [row.message for row in rows])
     provider = _provider_compaction(inputs, services, notes)
+    kept = 0  # tokens of the rows a replanned view keeps after it
+    replan = inputs.replan
     if provider is not None:
         new_messages, plan.routing, plan.backend = provider
         plan.engine = plan.backend
     else:
-        request = _request(
-            inputs,
-            services,
-            rows,
-            insights=insights,
-            focus=inputs.focus,
-            manual=inputs.manual,
-        )
+        if replan is not None:
+            # the request the mid-turn view was planned from, so the view comes out the same
+            kept = sum(row.token_count or 0 for row in rows if row.id > replan.watermark)
+            request = _request(inputs, services, list(replan.rows))
+        else:
+            request = _request(
+                inputs,
+                services,
+                rows,
+                insights=insights,
+                focus=inputs.focus,
+                manual=inputs.manual,
+            )
         result = services.call_compress(request)
         if result is None:
             plan.done = CompressionOutcome(
@@ -288,14 +314,22 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
     for item in new_messages:
         if item.token_count is None:
             item.token_count = tokens.count_message(item.message, item.api_content)
+    if replan is not None and provider is None:
+        for item in new_messages:
+            if item.origin_id is not None and item.origin_id in replan.ids:
+                item.origin_id = replan.ids[item.origin_id]
+        plan.watermark = replan.watermark
+    else:
+        plan.watermark = max(row.id for row in rows)
     plan.new_messages = new_messages
-    plan.watermark = max(row.id for row in rows)
     plan.event = CompactionEvent(
         session_id=record.id,
         engine=plan.engine,
         backend=plan.backend,
         tokens_before=before,
-        tokens_after=inputs.view.prefix_tokens + sum(m.token_count or 0 for m in new_messages),
+        tokens_after=inputs.view.prefix_tokens
+        + sum(m.token_count or 0 for m in new_messages)
+        + kept,
         summarizer=plan.result.summarizer if plan.result else "",
         fallback=plan.result.fallback_used if plan.result else False,
         detail={"trigger": inputs.reason, "focus": inputs.focus, "notes": notes},

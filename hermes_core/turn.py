@@ -50,7 +50,13 @@ from hermes_hookspecs import (
     ValidationError,
 )
 
-from .compression import CompressionInputs, CompressionOutcome, plan_compression, plan_draft_view
+from .compression import (
+    CompressionInputs,
+    CompressionOutcome,
+    ViewReplan,
+    plan_compression,
+    plan_draft_view,
+)
 from .context_select import select_messages
 from .draft import TurnDraft
 from .lease import LeaseKeeper
@@ -109,6 +115,11 @@ class TurnSession(Protocol):
     def restore_memory(self) -> None: ...
 
 
+#: commit keeps a mid-turn view only while, with the rest of the turn, it takes at most
+#: this share of the threshold (a compaction should leave room for many turns)
+REUSE_SHARE = 0.5
+
+
 class Turn:
     """One agent turn under the session's turn lease. Use as a context manager."""
 
@@ -117,6 +128,10 @@ class Turn:
         self.services = session.services
         self.id = uuid.uuid4().hex
         self.draft = TurnDraft()
+        #: what the turn's first mid-turn view was planned over (the stored history and
+        #: the draft as rows): commit plans it again, so the view it writes is the one the
+        #: turn was sent on (see :meth:`_reusable_view`)
+        self._draft_rows: list[StoredMessage] | None = None
         self._keeper = LeaseKeeper(self.services.store, lease, ttl).start()
         self._request: PendingRequest | None = None
         self._prompt_tokens_before = 0
@@ -353,6 +368,7 @@ class Turn:
             self._stub_open_calls()
         s = self.session
         draft = self.draft
+        reusable = self._reusable_view()
         try:
             stored: list[StoredMessage] = []
             if draft.pending:
@@ -369,12 +385,55 @@ class Turn:
                 # the committed history (that turn included) is compressed now, for real
                 draft.view = None
                 s.ledger.mark_compaction()  # the next request leaves the view either way
-                self.compress(reason="post-response")
+                # the engine is given what the view was planned over (the history and the
+                # draft up to that point), so it cuts and summarises as it did for the view
+                # and the next request keeps its prefix; the rest of the turn follows as is
+                replan = self._replan(reusable, stored) if reusable is not None else None
+                self.compress(reason="post-response", replan=replan)
             elif s.pressure.due:
                 self._maybe_compress(preflight=False)
             return stored
         finally:
             self._finish()
+
+    def _reusable_view(self) -> dict[int, int] | None:
+        """Draft row id -> pending index of the turn's mid-turn view, if commit keeps it.
+
+        Commit writes the view the turn was sent on (so the next request keeps its
+        prefix) when the engine can plan it again from the same rows (the turn's
+        first view, planned over the stored history), every message the view covered
+        is still where it was, and with the rest of the turn after it the view takes
+        at most :data:`REUSE_SHARE` of the threshold: else a full compression buys
+        more room.
+        """
+        view, rows = self.draft.view, self._draft_rows
+        if view is None or rows is None:
+            return None
+        where = {id(m.message): i for i, m in enumerate(self.draft.pending)}
+        covered: dict[int, int] = {}
+        for row in rows:
+            if row.id < 0:
+                index = where.get(id(row.message))
+                if index is None:
+                    return None
+                covered[row.id] = index
+        upto = max(covered.values(), default=-1)
+        if upto < 0 or sorted(covered.values()) != list(range(upto + 1)):
+            return None  # a message moved in among the covered ones (a stubbed call)
+        tokens = (
+            self.session.view.prefix_tokens
+            + sum(row.token_count or 0 for row in view.rows)
+            + sum(m.token_count or 0 for m in self.draft.pending[upto + 1 :])
+        )
+        return covered if tokens <= self._threshold() * REUSE_SHARE else None
+
+    def _replan(self, covered: dict[int, int], stored: list[StoredMessage]) -> ViewReplan | None:
+        """The replan of the mid-turn view once the turn's messages are ``stored``."""
+        rows = self._draft_rows
+        if rows is None or max(covered.values()) >= len(stored):
+            return None
+        ids = {draft_id: stored[index].id for draft_id, index in covered.items()}
+        return ViewReplan(rows=tuple(rows), ids=ids, watermark=stored[max(covered.values())].id)
 
     def _stub_open_calls(self) -> None:
         draft = self.draft
@@ -447,31 +506,46 @@ class Turn:
     def _compress_draft(self) -> bool:
         """Plan the mid-turn view over the history and the draft (nothing is written)."""
         s = self.session
-        result = plan_draft_view(self._inputs(), self.services, self.draft.rows(s.view, s.id))
+        first = self.draft.view is None
+        rows = self.draft.rows(s.view, s.id)
+        result = plan_draft_view(self._inputs(), self.services, rows)
         s.pressure.due = False
         if result is None:
             return False
+        # only a view planned over the stored history can be planned again at commit
+        self._draft_rows = rows if first else None
         self.draft.cover(result.messages, s.id)
         s.ledger.mark_compaction()
         return True
 
     def compress(
-        self, *, focus: str | None = None, manual: bool = False, reason: str = "manual"
+        self,
+        *,
+        focus: str | None = None,
+        manual: bool = False,
+        reason: str = "manual",
+        replan: ViewReplan | None = None,
     ) -> CompressionOutcome:
-        """Compress the session's active context now, under this turn's lease."""
+        """Compress the session's active context now, under this turn's lease.
+
+        :param replan: write this mid-turn view again rather than plan a new cut
+            (see :class:`~hermes_core.compression.ViewReplan`).
+        """
         self._keeper.check()
-        outcome = self._run_compression(focus=focus, manual=manual, reason=reason)
+        outcome = self._run_compression(focus=focus, manual=manual, reason=reason, replan=replan)
         self.session.pressure.due = False
         return outcome
 
     def _run_compression(
-        self, *, focus: str | None, manual: bool, reason: str
+        self, *, focus: str | None, manual: bool, reason: str, replan: ViewReplan | None = None
     ) -> CompressionOutcome:
         """Carry out the coordinator's plan: stage the prompt, commit, move the lease."""
         s = self.session
         services = self.services
         s.reload()
-        plan = plan_compression(self._inputs(focus=focus, manual=manual, reason=reason), services)
+        plan = plan_compression(
+            self._inputs(focus=focus, manual=manual, reason=reason, replan=replan), services
+        )
         if plan.done is not None:
             return plan.done
         assert plan.continuing is not None

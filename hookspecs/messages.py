@@ -161,8 +161,15 @@ class HandoffSummary(BaseModel):
     compression_index: int = 1
     #: tokens of conversation this handoff stands for, over every compression so far
     covered_tokens: int = 0
+    #: tokens of the user's own messages and the agent's turn-closing answers in that
+    #: history (the conversation's words without tool traffic): the handoff never needs more;
+    #: None when not counted (a handoff written before this was)
+    covered_dialogue_tokens: int | None = None
     #: the facts the handoff was built from, so the next compression re-ranks them with new ones
     facts: list[HandoffFact] = Field(default_factory=list)
+    #: facts ranked but left out for want of room, never rendered: a later compression
+    #: with more room ranks them again, so one squeezed handoff does not lose them for good
+    reserve: list[HandoffFact] = Field(default_factory=list)
 
     STANDARD_TITLES: ClassVar[tuple[tuple[str, str], ...]] = (
         ("goal", "Goal"),

@@ -89,7 +89,7 @@ from hermes_hookspecs import (
 )
 from hermes_hookspecs.compression import EngineHost
 
-from .facts import extract_facts, strip_reasoning
+from .facts import closing_answers, extract_facts, strip_reasoning
 from .groups import group_starts, snap_back, snap_forward
 from .items import Item
 from .prune import FIT_RATIO, fit_tail, fitted_tokens, prune
@@ -103,6 +103,8 @@ SUMMARY_PROMPT_OVERHEAD = 2_000
 #: the handoff's size: HANDOFF_RATE of the history it stands for, between
 #: 1/HANDOFF_FLOOR and 1/HANDOFF_CAP of the threshold, and at most HANDOFF_MAX tokens
 HANDOFF_RATE = 1 / 34
+#: ... or up to DIALOGUE_RATE of it while the conversation's own words are larger
+DIALOGUE_RATE = 1 / 16
 HANDOFF_FLOOR = 24
 HANDOFF_CAP = 4
 HANDOFF_MAX = 12_000
@@ -113,7 +115,11 @@ AFTER_TARGET = 0.55
 
 
 def handoff_tokens(
-    threshold_tokens: int, covered_tokens: int, kept_tokens: int = 0, fact_tokens: int = 0
+    threshold_tokens: int,
+    covered_tokens: int,
+    kept_tokens: int = 0,
+    fact_tokens: int = 0,
+    dialogue_tokens: int | None = None,
 ) -> int:
     """The handoff's token budget: it grows with the history it stands for, within the window.
 
@@ -122,7 +128,10 @@ def handoff_tokens(
     and the middle's): a history's raw size is mostly tool output, so a session of
     many short exchanges (requests, errors, answers) says more per token than one
     that read a few large files, and its handoff gets room for a share of what it
-    says. ``high``
+    says. A history rich in words (``dialogue_tokens``: the user's messages and the
+    turn-closing answers in it, less what the handoff's other sections take) gets up
+    to ``covered * DIALOGUE_RATE``, but never more than those words: a larger handoff
+    would keep less than the words themselves kept verbatim. ``high``
     is ``threshold / HANDOFF_CAP`` or what :data:`AFTER_TARGET` of the threshold
     leaves after the ``kept_tokens`` (system prompt, head, tail) if that is less,
     but never under :func:`handoff_floor`; at least 256 and at most
@@ -136,6 +145,8 @@ def handoff_tokens(
         after = int(threshold_tokens * AFTER_TARGET) - kept_tokens
         high = min(high, max(handoff_floor(threshold_tokens), after))
     wanted = max(int(covered_tokens * HANDOFF_RATE), int(fact_tokens * FACT_SHARE))
+    if dialogue_tokens is not None:
+        wanted = max(wanted, min(int(covered_tokens * DIALOGUE_RATE), dialogue_tokens))
     return max(256, min(HANDOFF_MAX, high, max(low, wanted)))
 
 
@@ -374,7 +385,9 @@ class _Work:
         )
         if self.replanned:  # the engine sized the tail: the view's every part counts
             kept += self._sections_tokens(plan)
-        summary, result = self._summarize(to_summarize, previous, plan, kept)
+        summary, result = self._summarize(
+            to_summarize, previous, plan, kept, self._sections_tokens(plan)
+        )
         summary_message = Message(
             role="user", kind="summary", summary=summary, content=summary.render()
         )
@@ -417,8 +430,9 @@ class _Work:
         leaves; with a large system prompt that tail, the handoff's floor and
         the tail's sections add up past :data:`AFTER_TARGET` of the threshold,
         and each compaction buys little room. The room is then scaled down in
-        proportion, so the tail shrinks and the handoff keeps its floor; the
-        handoff's own bound then counts the tail's sections too.
+        proportion, so the tail shrinks and the handoff keeps its floor (down to
+        the tail's last group when the system prompt and head leave no room at
+        all); the handoff's own bound then counts the tail's sections too.
         """
         plan = self._tail_plan(rest)
         threshold = self.settings.threshold_tokens
@@ -429,10 +443,12 @@ class _Work:
             - handoff_floor(threshold)
             - self._sections_tokens(plan)
         )
-        if allowed <= 0 or tail_tokens <= allowed:
+        if tail_tokens <= max(0, allowed):
             return plan
+        # with no room at all left (a system prompt and head as large as the target)
+        # the tail keeps its last group only: the strategy's suffix never goes below it
         room = max(1, threshold - self.request.system_tokens)
-        smaller = max(1, room * allowed // tail_tokens)
+        smaller = max(1, room * max(0, allowed) // tail_tokens)
         self.replanned = True
         self.notes.append(
             f"tail planned again in {smaller} of {room} tokens of room: the handoff keeps its floor"
@@ -492,6 +508,7 @@ class _Work:
         previous: HandoffSummary | None,
         plan: TailPlan,
         kept_tokens: int = 0,
+        sections_tokens: int = 0,
     ) -> tuple[HandoffSummary, SummaryResult]:
         settings = self.settings
         summarizer = self.host.summarizer(settings.summarizer)
@@ -503,7 +520,14 @@ class _Work:
         pool = [*(previous.facts if previous is not None else []), *self.facts]
         # facts are prose and identifiers: about four characters a token
         fact_tokens = sum(len(fact.text) + 12 for fact in pool) // 4
-        max_output = handoff_tokens(settings.threshold_tokens, covered, kept_tokens, fact_tokens)
+        dialogue = _dialogue_tokens(middle, previous)
+        max_output = handoff_tokens(
+            settings.threshold_tokens,
+            covered,
+            kept_tokens,
+            fact_tokens,
+            None if dialogue is None else dialogue - sections_tokens,
+        )
         try:
             result = _checked(
                 self._run_summarizer(summarizer, middle, previous, plan, max_output), summarizer
@@ -526,6 +550,7 @@ class _Work:
         summary.summarizer = result.summarizer or summarizer.name
         summary.compression_index = self.request.compression_index
         summary.covered_tokens = covered
+        summary.covered_dialogue_tokens = dialogue
         return summary, result
 
     def _fail(self, error: SummarizerError) -> None:
@@ -680,6 +705,28 @@ class _Work:
             reasoning_tokens=self.usage.reasoning_tokens + usage.reasoning_tokens,
             model=usage.model or self.usage.model,
         )
+
+
+def _dialogue_tokens(middle: Sequence[Item], previous: HandoffSummary | None) -> int | None:
+    """Tokens of the conversation's own words the handoff stands for, the previous one's too.
+
+    The user's real messages and the answers that closed a turn (harness text and tool
+    traffic left out). None when a previous handoff does not say (written before this
+    was counted): its history's words are unknown, so they bound nothing.
+    """
+    before = 0
+    if previous is not None and previous.covered_tokens:
+        if previous.covered_dialogue_tokens is None:
+            return None
+        before = previous.covered_dialogue_tokens
+    messages = [it.message for it in middle]
+    closing = closing_answers(messages)
+    own = sum(
+        (it.stored.token_count or it.tokens) if it.stored is not None else it.tokens
+        for position, it in enumerate(middle)
+        if position in closing or (it.is_real_user and it.message.harness is None)
+    )
+    return before + own
 
 
 def _without_reasoning(message: Message) -> Message:

@@ -100,11 +100,21 @@ STEP_NOTE_CHARS = 160
 #: meaning is the closing answer before it, which is kept at a boost
 SHORT_REQUEST_CHARS = 24
 SHORT_REQUEST_PENALTY = 4.0
+#: the words of a reply that only assents or hands the turn back (``yes``, ``ok, now
+#: continue``, ``do that``): such a short reply says nothing on its own, it is no fact
+_ASSENT_WORDS = (
+    "yes yeah yep yup ok okay k sure fine good great cool nice thanks thank you please "
+    "pls go on ahead continue proceed keep going do it that this so now then and lets "
+    "let's let us what's whats next again right correct agreed perfect done"
+)
+_ASSENT = frozenset(_ASSENT_WORDS.split())
+_WORD = re.compile(r"[\w']+")
 #: an output that only acknowledges the call (it adds nothing to the call itself)
 _ACK = re.compile(
     r"(?i)^(?:the file \S.{0,300} has been (?:updated|created)(?: successfully)?\.?|"
     r"file created successfully.{0,200}|updated task #?\d+ status|"
-    r"(?:ok|done|success|successfully|saved)\.?)$"
+    r"todos have been modified successfully.{0,400}|"
+    r"(?:ok|done|success|successfully|saved|plan updated)\.?)$"
 )
 #: assistant prose that only narrates the next step
 _NARRATION = re.compile(
@@ -114,8 +124,15 @@ _NARRATION = re.compile(
 _RESULT_LINE = re.compile(
     r"(?:^ok\s|^PASS\b|^FAIL\b|^---\s(?:PASS|FAIL)|\b\d+ (?:passed|failed|tests?)\b|"
     r"\b\d+(?:\.\d+)?s\b|exit (?:code|status)|Exit code|\bSuccess|\bsucceeded\b|\bcreated\b|"
-    r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b)"
+    r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b|"
+    r"^\[[\w./-]+ (?:\(root-commit\) )?[0-9a-f]{7,40}\] )"  # git commit's ``[main 1a2b3c4] msg``
 )
+#: a task runner echoing the command it runs (``[test:ci] $ go test ./...``, ``$ make``)
+_ECHO_LINE = re.compile(r"^\s*(?:\[[\w:./-]+\]\s*)?\$ \S")
+#: a ``file:line: message`` line (a test assertion, a compiler diagnostic) ...
+_LOCATED_LINE = re.compile(r"^\s*[\w./-]+\.\w+:\d+(?::\d+)?: \S")
+#: ... is an error line of an output that reports a failure
+_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
 #: a line of a file listing (``  12→code``, ``12\tcode``): code, not an outcome
 _LISTING = re.compile(r"^\s*\d+(?:→|\t)")
 _HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
@@ -290,11 +307,13 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     listing = sum(1 for line in lines[:20] if _LISTING.match(line)) > len(lines[:20]) // 2
     if listing:  # a file's text: its lines are code, not errors or results
         return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
+    failed = bool(_FAILED_RUN.search(text[:SCAN_CHARS]) or _FAILED_RUN.search(text[-SCAN_CHARS:]))
+    echo = ""
     for raw in lines:
         if (
             len(errors) < MAX_ERRORS_PER_OUTPUT
             and len(raw.strip()) >= MIN_ERROR_CHARS
-            and _ERROR_LINE.search(raw)
+            and (_ERROR_LINE.search(raw) or (failed and _LOCATED_LINE.match(raw)))
             and not _CODE_LINE.search(raw)
         ):
             line = _line(raw)
@@ -302,7 +321,11 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
                 errors.append(line)
         elif len(results) < 2 and _RESULT_LINE.search(raw):
             results.append(_line(raw))
+        elif not echo and _ECHO_LINE.match(raw):
+            echo = _line(raw)
     boost = 2.5 if errors or results else 0.0
+    if echo and echo not in results:  # the command the runner ran, before what it printed
+        results.insert(0, echo)
     if len(text) <= SHORT_OUTPUT_CHARS:
         return _fold(_ANSI.sub("", text)), errors if len(lines) > 1 else [], max(boost, 1.0)
     hexes = [h for h in dict.fromkeys(_HEXISH.findall(text[:SCAN_CHARS]))][:2]
@@ -334,7 +357,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 4
+VERSION = 6
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -344,11 +367,15 @@ def message_facts(message: Message) -> dict[str, Any]:
     done once per message: the runtime stores it with the row through the
     ``annotate_message`` hook, so a compression only assembles it.
     """
-    if message.kind != "message" or message.harness is not None:
+    if message.kind != "message":
+        return {}
+    if message.harness in RESULT_HARNESS:
+        return _notice_facts(message.text())
+    if message.harness is not None:
         return {}
     if message.role == "user":
         text = _fold(message.text())
-        if not text:
+        if not text or assent_only(text):
             return {}
         constraints = [
             _fold(sentence)
@@ -372,7 +399,10 @@ def message_facts(message: Message) -> dict[str, Any]:
             out["decisions"] = [
                 _fold(s)
                 for s in stated
-                if 20 <= len(_fold(s)) <= 300 and len(s.split()) >= 5 and _DECISION.search(s)
+                if 20 <= len(_fold(s)) <= 300
+                and len(s.split()) >= 5
+                and _DECISION.search(s)
+                and not _fold(s).endswith(("?", ":"))  # a question or a list's lead-in
             ][:3]
             out["pieces"] = _pieces(prose)
         calls = []
@@ -398,6 +428,30 @@ def message_facts(message: Message) -> dict[str, Any]:
             "long": len(body) > SHORT_OUTPUT_CHARS,
         }
     return {}
+
+
+def assent_only(text: str) -> bool:
+    """A short reply made only of assent and hand-back words (``yes``, ``go on``, ``do 1``)."""
+    if len(text) >= SHORT_REQUEST_CHARS:
+        return False
+    words = _WORD.findall(text.lower())
+    return all(w in _ASSENT or w.isdigit() for w in words)
+
+
+#: harness notices that carry the result of work done outside the turn (Claude Code's
+#: ``<task-notification>``: a background agent's or command's report): the agent reads
+#: them as answers, so their summary and result are facts like an answer's
+RESULT_HARNESS = frozenset({"claude_code.task_notification"})
+_NOTICE_PART = re.compile(r"<(summary|result)>(.*?)(?:</\1>|\Z)", re.DOTALL)
+
+
+def _notice_facts(text: str) -> dict[str, Any]:
+    """The answer pieces of a result notice: its summary line, then its result."""
+    parts = [body.strip() for _tag, body in _NOTICE_PART.findall(text) if body.strip()]
+    if not parts:
+        return {}
+    prose = strip_reasoning("\n\n".join(parts))
+    return {"notice": True, "narration": False, "decisions": [], "pieces": _pieces(prose)}
 
 
 def annotation(message: Message) -> dict[str, Any] | None:
@@ -464,13 +518,18 @@ def extract_facts(
 
     closing = closing_answers(messages)
     for position, (message, mid, notes) in enumerate(zip(messages, ids, stored, strict=True)):
-        if message.kind != "message" or message.harness is not None:
+        if message.kind != "message":
+            continue
+        if message.harness is not None and message.harness not in RESULT_HARNESS:
             continue
         entry = _recorded(notes)
         part = entry if entry is not None else message_facts(message)
         if not part:
             continue
-        if message.role == "user":
+        if part.get("notice"):
+            for order, piece in enumerate(part["pieces"]):
+                add("answer", piece, position, mid, boost=-min(2.0, 0.5 * order))
+        elif message.role == "user":
             short = len(part["request"]) < SHORT_REQUEST_CHARS
             add("request", part["request"], position, mid, -SHORT_REQUEST_PENALTY * short)
             for sentence in part["constraints"]:
@@ -493,12 +552,15 @@ def extract_facts(
         elif message.role == "tool":
             found = calls.get(part["call_id"] or "")
             errors = part["errors"]
+            boost = part["boost"]
             if (
                 found is not None
                 and part["long"]
                 and (_LOOKUP_TOOLS.search(found[2]) or _READ_COMMAND.match(found[1]))
             ):
                 errors = []
+                if _READ_COMMAND.match(found[1]):  # a file shown by the shell: its lines
+                    boost = min(boost, 0.0)  # are the file's text, not what happened
             if found is not None:
                 index, subject, _tool = found
                 fact = facts[index]
@@ -506,7 +568,7 @@ def extract_facts(
                     update={
                         "text": f"{subject} → {part['outcome']}",
                         "message_id": mid or fact.message_id,
-                        "score": round(fact.score + part["boost"], 3),
+                        "score": round(fact.score + boost, 3),
                     }
                 )
             for line in errors:
@@ -533,9 +595,14 @@ def shape(fact: HandoffFact) -> str:
 
     A failure that recurs over reruns prints the same line with other ports,
     line numbers and timings, and from other commands; the newest copy stands
-    for all of them.
+    for all of them. So does a command run again with the same outcome but for
+    its numbers (a test run passing again in another time): the same command,
+    exactly, and its outcome without numbers.
     """
     key = fact.text.strip()
+    if fact.kind == "command" and " → " in key:
+        subject, outcome = key.split(" → ", 1)
+        return f"{subject} → {_DIGITS.sub('#', outcome)}"
     if fact.kind != "error":
         return key
     return _DIGITS.sub("#", _FROM.sub("", key))

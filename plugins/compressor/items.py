@@ -22,11 +22,21 @@ class Item:
     changed: bool = False
 
     @property
-    def recovery_id(self) -> int | None:
-        """The message id session search opens for this message's original text."""
+    def source_id(self) -> int | None:
+        """The id of the row this message copies (a turn's draft row: negative, unstored)."""
         if self.stored is None:
             return None
         return self.stored.origin_id if self.stored.origin_id is not None else self.stored.id
+
+    @property
+    def recovery_id(self) -> int | None:
+        """The message id session search opens for this message's original text.
+
+        None for a row of a turn not committed yet (a negative draft id): it has no
+        id that opens it, and quoting none keeps the view the same once it is stored.
+        """
+        rid = self.source_id
+        return rid if rid is not None and rid > 0 else None
 
     @property
     def is_real_user(self) -> bool:
@@ -45,7 +55,7 @@ class Item:
                 api_content=self.stored.api_content,
                 token_count=self.tokens,
                 turn_id=self.stored.turn_id,
-                origin_id=self.recovery_id,
+                origin_id=self.source_id,
                 annotations=self.stored.annotations,
             )
         turn_id = self.stored.turn_id if self.stored is not None else None

@@ -41,7 +41,7 @@ from hermes_hookspecs import (
     SummaryRequest,
     SummaryResult,
 )
-from hermes_plugin_compressor.facts import WEIGHTS, extract_facts, select_facts
+from hermes_plugin_compressor.facts import WEIGHTS, extract_facts, priority, select_facts
 
 #: share of the output budget the fixed parts may take (chars = tokens * 4 * share);
 #: the facts of every section share the rest in one ranking
@@ -61,6 +61,10 @@ LABELS = {
 }
 _KINDS = {label: kind for kind, label in LABELS.items()}
 _LINE = re.compile(r"^- #(\d+|\?) (\w+): (.*)$")
+#: the facts that did not fit are kept (unrendered) up to this many times the room the
+#: facts had, best first: a handoff squeezed by a large tail gets them back at the next
+#: compression with room to spare instead of losing them for good
+RESERVE_FACTOR = 3
 #: a previous handoff's line weighs this much less than a fresh fact of its kind
 CARRIED_PENALTY = 0.5  # lines read back from another summarizer's handoff
 ANCHOR_NOTE = "#N is a message id: session_open(message_id=N) opens the original."
@@ -96,12 +100,14 @@ def parse_lines(body: str) -> list[HandoffFact]:
 def _carried(previous: HandoffSummary) -> list[HandoffFact]:
     """The previous handoff's facts, before every fresh one, at their own scores.
 
-    A handoff this summarizer wrote keeps its facts (``HandoffSummary.facts``);
-    one written by another summarizer is read back from its rendered lines.
+    A handoff this summarizer wrote keeps its facts (``HandoffSummary.facts``, and
+    those it had no room for, ``HandoffSummary.reserve``); one written by another
+    summarizer is read back from its rendered lines.
     """
-    if previous.facts:
-        n = len(previous.facts)
-        return [f.model_copy(update={"position": i - n}) for i, f in enumerate(previous.facts)]
+    if previous.facts or previous.reserve:
+        kept = sorted([*previous.facts, *previous.reserve], key=lambda f: f.position)
+        n = len(kept)
+        return [f.model_copy(update={"position": i - n}) for i, f in enumerate(kept)]
     out: list[HandoffFact] = []
     for body in (
         previous.progress,
@@ -111,6 +117,31 @@ def _carried(previous: HandoffSummary) -> list[HandoffFact]:
     ):
         out.extend(parse_lines(body))
     return out
+
+
+def _reserve(
+    pool: Sequence[HandoffFact], chosen: Sequence[HandoffFact], budget_chars: int
+) -> list[HandoffFact]:
+    """The best facts of ``pool`` left out of ``chosen``, within ``budget_chars``, oldest first.
+
+    Ranked as :func:`~hermes_plugin_compressor.facts.select_facts` ranks (score per
+    character), each text once and none that a chosen fact holds already.
+    """
+    taken = {id(f) for f in chosen}
+    seen = {f.text.strip() for f in chosen}
+    out: list[HandoffFact] = []
+    used = 0
+    for fact in sorted(pool, key=lambda f: -priority(f)):
+        key = fact.text.strip()
+        if id(fact) in taken or not key or key in seen:
+            continue
+        cost = len(key) + 12
+        if used + cost > budget_chars:
+            continue
+        seen.add(key)
+        out.append(fact)
+        used += cost
+    return sorted(out, key=lambda f: f.position)
 
 
 def _render(facts: Sequence[HandoffFact]) -> str:
@@ -150,6 +181,7 @@ class DeterministicSummarizer(Summarizer):
         room = max(0, budget - fixed - SECTION_OVERHEAD)
         pool = [f for f in [*_carried(prev), *facts] if f.kind != "file"]
         chosen = select_facts(pool, room)
+        reserve = _reserve(pool, chosen, room * RESERVE_FACTOR)
         progress = [f for f in chosen if f.kind in _PROGRESS]
         constraints = [f for f in chosen if f.kind == "constraint"]
         decisions = [f for f in chosen if f.kind == "decision"]
@@ -164,6 +196,7 @@ class DeterministicSummarizer(Summarizer):
             critical_context="\n".join([*head, _render(errors)] if errors else head),
             summarizer=self.name,
             facts=chosen,
+            reserve=reserve,
         )
         return SummaryResult(summary=summary, summarizer=self.name)
 

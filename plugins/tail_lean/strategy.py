@@ -157,7 +157,7 @@ class LeanTail(TailStrategy):
     def _quotes(self, evicted: Sequence[StoredMessage], skip: int, budget: int) -> SummarySection:
         previous = parse_quotes(self._previous(evicted, QUOTES_TITLE))
         fresh = [
-            (recovery_id(row), row.message.text())
+            (rid if (rid := recovery_id(row)) > 0 else None, row.message.text())
             for position, row in enumerate(evicted)
             if row.message.role == "user" and row.message.kind == "message" and position != skip
         ]
@@ -204,7 +204,8 @@ class LeanTail(TailStrategy):
         ids: list[int] = []
         sized: list[tuple[int, int]] = []
         for position, row in enumerate(evicted):
-            if row.message.kind != "message" or position == skip:
+            # a row of a turn not committed yet (a negative draft id) has no id to open
+            if row.message.kind != "message" or position == skip or recovery_id(row) <= 0:
                 continue
             ids.append(recovery_id(row))
             sized.append((counts[position], position))

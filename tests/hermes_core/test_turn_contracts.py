@@ -18,6 +18,7 @@ from hermes_hookspecs import (
     CompressionResult,
     ConfigError,
     ContextEngine,
+    Message,
     NewMessage,
     ValidationError,
     hookimpl,
@@ -248,6 +249,89 @@ def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(
     assert store.get_session(session.id).compression_count == 1  # for real, after the commit
     originals = [m for m in store.all_messages(session.id) if m.origin_id is None]
     assert [m.message.role for m in originals].count("user") == 4
+
+
+class SummarizeAllButLast(ContextEngine):
+    """Keeps the last tool round on behind a summary naming the rows it stands for.
+
+    Like a real handoff it quotes the ids of what it summarised, and a mid-turn view
+    summarises rows of the turn, which are not stored yet (negative ids).
+    """
+
+    name = "summarize-all-but-last"
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        rows = request.messages
+        start = max(i for i, r in enumerate(rows) if r.message.tool_calls)
+        ids = [r.id for r in rows[:start]]
+        summary = NewMessage(message=Message(role="user", content=f"summary of {len(rows)}: {ids}"))
+        kept = [NewMessage(message=r.message, origin_id=r.id) for r in rows[start:]]
+        return CompressionResult(status="compressed", engine=self.name, messages=[summary, *kept])
+
+
+class SummarizeAllButLastPlugin:
+    @hookimpl
+    def register_context_engines(self, register):  # type: ignore[no-untyped-def]
+        register(SummarizeAllButLast())
+
+
+def _turn_compressed_mid_way(session: Any, threshold: int, rest: str) -> list[dict[str, Any]]:
+    """A turn whose second request is a mid-turn view, then ``rest``; the view's messages."""
+    with session.turn() as turn:
+        turn.prepare("long task")
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
+            usage(threshold + 100),
+        )
+        turn.add_tool_result("c1", "output")
+        view = turn.prepare()
+        assert view.compressed
+        turn.record_response({"role": "assistant", "content": rest}, usage(100))
+        turn.commit()
+    messages: list[dict[str, Any]] = view.messages
+    return messages
+
+
+def test_commit_writes_the_mid_turn_view_so_the_next_request_keeps_its_prefix(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    view = _turn_compressed_mid_way(session, threshold, "done")
+    # the engine planned the view over 6 stored rows and the turn's first 3 messages; its
+    # summary quotes the turn's user message, not stored yet, by its draft id
+    assert view[1]["content"].startswith("summary of 9: [") and ", -1]" in view[1]["content"]
+    active = session.active_messages()
+    texts = [row.message.text() for row in active]
+    assert texts == [view[1]["content"], "", "output", "done"]  # the view, then the turn's rest
+    chat(session, "next")
+    store = hermes.store()
+    entries = store.prefix_entries(session.id)
+    assert entries[-1].break_reason is None  # one cache break for the compaction, not two
+    assert store.get_session(session.id).compression_count == 1
+    # the view's copies of the turn's messages point at the stored originals
+    originals = {r.id: r for r in store.all_messages(session.id) if r.origin_id is None}
+    copies = [row for row in active if row.origin_id is not None]
+    assert len(copies) == 2  # the assistant call and its result; "done" is stored as is
+    assert all(originals[r.origin_id or 0].message.text() == r.message.text() for r in copies)
+
+
+def test_commit_compresses_the_whole_turn_when_its_rest_outgrew_the_view(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    # the rest of the turn alone takes most of the threshold: keeping the view would
+    # leave no room, so commit compresses everything (the rest included)
+    _turn_compressed_mid_way(session, threshold, "word " * int(threshold * 0.6))
+    active = [row.message.text() for row in session.active_messages()]
+    assert active[0].startswith("summary of 10: ")
 
 
 # -- item 5: an unanswered tool call ---------------------------------------------------

@@ -472,3 +472,38 @@ def test_deterministic_facts_share_one_budget_across_sections() -> None:
     budget = 1_000 * 4
     assert len(summary.progress) > 0.85 * budget  # not the progress share alone (0.68)
     assert len(summary.render()) < budget * 1.1
+
+
+def test_deterministic_keeps_facts_a_squeezed_handoff_left_out_for_the_next_one() -> None:
+    # a compaction with little room (a large tail left the handoff its floor) renders only
+    # the best facts; the others wait in the reserve, and the next compaction, with room
+    # again, renders them: a squeeze in between does not lose them for good
+    facts = [
+        HandoffFact(
+            kind="command", text=f"Bash: make step{i} → ok {i:04d}", message_id=i, position=i
+        )
+        for i in range(40)
+    ]
+    for fact in facts:
+        fact.score = 5 + fact.position / 100
+    summarizer = DeterministicSummarizer()
+    squeezed = summarizer.summarize(
+        SummaryRequest(session_id="s", messages=[], facts=facts, max_output_tokens=200)
+    ).summary
+    assert "make step3 " not in squeezed.render()  # no room for the oldest
+    assert any(f.text.startswith("Bash: make step3 ") for f in squeezed.reserve)
+    assert not {f.text for f in squeezed.reserve} & {f.text for f in squeezed.facts}
+    fresh = [HandoffFact(kind="command", text="Bash: make last → ok", message_id=99, position=0)]
+    roomy = summarizer.summarize(
+        SummaryRequest(
+            session_id="s",
+            messages=[],
+            facts=fresh,
+            previous_summary=squeezed,
+            max_output_tokens=2_000,
+        )
+    ).summary
+    rendered = roomy.render()
+    assert "- #3 ran: Bash: make step3 → ok 0003" in rendered
+    assert "- #99 ran: Bash: make last → ok" in rendered
+    assert "step3" not in roomy.render().split("## Critical Context")[1]  # rendered once

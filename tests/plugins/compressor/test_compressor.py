@@ -233,6 +233,27 @@ def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
     assert any(note.startswith("tail planned again in ") for note in result.notes)
 
 
+def test_a_system_prompt_that_fills_the_target_leaves_the_tail_its_last_group() -> None:
+    # the system prompt alone is past 55% of the trigger: nothing is left for a tail band,
+    # so the tail keeps its last round only (the view used to keep the whole band and end
+    # near 70% of the trigger)
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    engine = ContextCompressor()
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=3_000, lean_tail_max_tokens=8_000))
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[tail]))
+    settings = settings_for(20_000, tail="lean", summarizer="deterministic")
+    messages = session(turns=40, output_chars=1_500)
+    result = engine.compress(request(messages, settings, system_tokens=11_500))
+    assert result.status == "compressed", result.reason
+    assert any(note.startswith("tail planned again in 1 of ") for note in result.notes)
+    kinds = [m.message.kind for m in result.messages]
+    after = result.messages[kinds.index("summary") + 1 :]
+    # after the handoff: the carried last user message and the last group, nothing more
+    assert [m.message.role for m in after] == ["user", "assistant"]
+    assert after[-1].message.content == messages[-1].content
+
+
 def test_a_huge_tool_output_in_the_tail_yields_room_to_the_handoff() -> None:
     # the last round read a file as large as the after-compaction target: the handoff was
     # sized as if that output stayed whole, and got its floor; fit_tail cuts such an output
@@ -600,3 +621,28 @@ def test_an_empty_handoff_is_a_summarizer_failure_and_the_fallback_answers() -> 
     assert result.status == "compressed", result.reason
     assert result.fallback_used and result.summarizer == "deterministic"
     assert any("no content in any section" in note for note in result.notes)
+
+
+def test_a_turns_draft_rows_get_no_message_id_in_the_handoff() -> None:
+    # a mid-turn view is planned over the history and the turn's draft, whose rows are not
+    # stored yet (negative ids): the handoff quotes no id for them (session_open could not
+    # open one), and the view's copies keep the draft id for the runtime to map at commit
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    engine = ContextCompressor()
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=2_000, lean_tail_max_tokens=4_000))
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[tail]))
+    messages = session(turns=40, output_chars=1_500)
+    stored = rows(messages)
+    turn = len(stored) - 60  # the last 60 messages are the turn's draft
+    stored[turn:] = [row.model_copy(update={"id": -(i + 1)}) for i, row in enumerate(stored[turn:])]
+    settings = settings_for(20_000, tail="lean", summarizer="deterministic")
+    result = engine.compress(
+        CompressionRequest(session_id="s1", messages=stored, settings=settings)
+    )
+    assert result.status == "compressed", result.reason
+    assert result.summary is not None
+    rendered = result.summary.render()
+    assert "#-" not in rendered and "message id -" not in rendered
+    assert "message_id=-" not in " ".join(m.message.text() for m in result.messages)
+    assert any(m.origin_id is not None and m.origin_id < 0 for m in result.messages)

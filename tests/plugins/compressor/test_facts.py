@@ -87,6 +87,33 @@ def test_handoff_budget_grows_with_the_history_within_the_window() -> None:
     assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 2
 
 
+def test_a_history_rich_in_words_gets_a_larger_handoff_never_larger_than_its_words() -> None:
+    # 160K tokens of history: a 34th (4,705) however few words it holds
+    assert handoff_tokens(92_928, 160_000, dialogue_tokens=1_000) == 160_000 // 34
+    # many words: up to a 16th of the history (10,000)
+    assert handoff_tokens(92_928, 160_000, dialogue_tokens=50_000) == 160_000 // 16
+    # ... but never more than the words themselves
+    assert handoff_tokens(92_928, 160_000, dialogue_tokens=8_000) == 8_000
+
+
+def test_the_handoff_counts_the_words_of_the_history_it_stands_for() -> None:
+    from hermes_plugin_compressor.engine import ContextCompressor
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+    from hermes_plugin_tail_lean import LeanTail
+    from tests.compressor_support import PluginHost, settings_for
+    from tests.plugins.compressor.test_compressor import request, session
+
+    engine = ContextCompressor()
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[LeanTail()]))
+    messages = session(turns=60, output_chars=3_000)
+    result = engine.compress(request(messages, settings_for(40_000, tail="lean")))
+    assert result.status == "compressed", result.reason
+    assert result.summary is not None
+    words = result.summary.covered_dialogue_tokens
+    # the user's messages and the closing answers: a few tokens each, not the tool output
+    assert words is not None and 0 < words < result.summary.covered_tokens // 4
+
+
 def test_facts_recorded_once_per_message_give_the_same_result() -> None:
     from hermes_plugin_compressor.facts import KEY, annotation
 
@@ -136,8 +163,8 @@ def test_the_answer_that_closed_a_turn_outranks_narration_of_the_same_length() -
         for f in extract_facts(messages, [1, 2, 3, 4, 5])
         if f.kind == "request"
     }
-    ok = extract_facts([Message(role="user", content="yes")], [9])
-    assert ok[0].score < requests[1] - 3
+    short = extract_facts([Message(role="user", content="use postgres")], [9])
+    assert short[0].score < requests[1] - 3
 
 
 def test_file_views_and_code_lines_are_not_error_lines() -> None:
@@ -219,3 +246,141 @@ def test_handoff_budget_follows_the_facts_when_the_history_says_more_per_token()
     # still within the window's caps
     assert handoff_tokens(92_928, 60_000, fact_tokens=300_000) == 12_000
     assert handoff_tokens(20_928, 60_000, kept_tokens=11_000, fact_tokens=30_000) == 1_744
+
+
+def test_a_reply_that_only_assents_is_no_fact_but_a_short_request_is() -> None:
+    messages = [
+        Message(role="assistant", content="Shall I also add the integration test?"),
+        Message(role="user", content="yes, do that"),
+        Message(role="assistant", content="Added the test in sync_test.go."),
+        Message(role="user", content="ok, now continue"),
+        Message(role="user", content="yeah do 1"),
+        Message(role="user", content="use postgres"),
+    ]
+    requests = [f.text for f in extract_facts(messages, [1, 2, 3, 4, 5, 6]) if f.kind == "request"]
+    assert requests == ["use postgres"]
+    # the answer before the assent closed a turn and carries its meaning
+    closing = [f for f in extract_facts(messages, [1, 2, 3, 4, 5, 6]) if f.message_id == 1]
+    assert closing and closing[0].kind == "answer"
+
+
+def test_questions_and_list_lead_ins_are_not_decisions() -> None:
+    prose = (
+        "Which approach would you prefer instead of the rewrite? "
+        "Given this project, I would choose the relay approach because of memory:\n"
+        "- relay\n\n"
+        "I am removing the thin-pack capability because the store cannot resolve deltas."
+    )
+    facts = extract_facts([Message(role="assistant", content=prose)], [7])
+    decisions = [f.text for f in facts if f.kind == "decision"]
+    assert decisions == [
+        "I am removing the thin-pack capability because the store cannot resolve deltas."
+    ]
+
+
+def test_a_background_task_report_is_an_answer_other_harness_text_is_not() -> None:
+    notice = (
+        "<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n"
+        '<summary>Agent "Cache feasibility" finished</summary>\n'
+        "<note>A task-notification fires each time this agent stops.</note>\n"
+        "<result>Recommendation: ship (c) now (few-line change, contract-safe).</result>\n"
+        "</task-notification>"
+    )
+    messages = [
+        Message(role="user", content=notice, harness="claude_code.task_notification"),
+        Message(
+            role="user",
+            content="<system-reminder>x</system-reminder>",
+            harness="claude_code.system_reminder",
+        ),
+    ]
+    facts = extract_facts(messages, [5, 6])
+    assert [(f.kind, f.message_id) for f in facts] == [("answer", 5)]
+    assert "ship (c) now (few-line change, contract-safe)" in facts[0].text
+    assert "fires each time" not in facts[0].text  # the harness's own note is not the report
+
+
+def test_a_plan_update_acknowledgement_is_not_an_outcome_worth_keeping() -> None:
+    call = Message(
+        role="assistant",
+        content=None,
+        tool_calls=[ToolCall(id="p1", function=ToolFunction(name="update_plan", arguments="{}"))],
+    )
+    facts = extract_facts(
+        [call, Message(role="tool", tool_call_id="p1", content="Plan updated")], [1, 2]
+    )
+    [command] = [f for f in facts if f.kind == "command"]
+    assert command.text == "update_plan → ok" and command.score < 3
+
+
+def test_outcomes_keep_the_runners_command_and_a_commit_and_failures_keep_their_location() -> None:
+    runner = "[test:ci] $ go test -tags=integration -race ./...\n" + "=== RUN TestA\n" * 40
+    runner += "ok  github.com/x/cli 28.304s\nok  github.com/x/cli/agent (cached)\n"
+    commit = "[main ec5d9ff] Add protocol v2 packet primitives\n 2 files changed, 260 insertions(+)"
+    failing = "\n".join(
+        [
+            "=== RUN   TestResync",
+            "    integration_test.go:119: expected delta pack (2631) to be smaller than (2398)",
+            "--- FAIL: TestResync (0.01s)",
+            "FAIL",
+        ]
+        + ["padding line"] * 30
+    )
+    passing = "=== RUN   TestDebug\n    debug_test.go:65: response bytes: 72\n" + "x\n" * 200
+    messages = [
+        bash("c1", "mise run test:ci"),
+        Message(role="tool", tool_call_id="c1", content=runner),
+        bash("c2", "git commit -m 'Add protocol v2 packet primitives'"),
+        Message(role="tool", tool_call_id="c2", content=commit),
+        bash("c3", "go test ./internal/syncer"),
+        Message(role="tool", tool_call_id="c3", content=failing),
+        bash("c4", "go test -run TestDebug -v"),
+        Message(role="tool", tool_call_id="c4", content=passing),
+    ]
+    facts = extract_facts(messages, [1, 2, 3, 4, 5, 6, 7, 8])
+    commands = {f.message_id: f for f in facts if f.kind == "command"}
+    assert "→ [test:ci] $ go test -tags=integration -race ./... | ok" in commands[2].text
+    assert "28.304s" in commands[2].text
+    # a commit is an outcome worth as much as a test summary
+    assert commands[4].score >= commands[2].score - 0.5
+    errors = [f.text for f in facts if f.kind == "error"]
+    assert any("integration_test.go:119: expected delta pack (2631)" in e for e in errors)
+    # a located line of a run that did not fail is a log line, not an error
+    assert not any("debug_test.go:65" in e for e in errors)
+
+
+def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_result() -> None:
+    def poll(call_id: str) -> Message:
+        return Message(
+            role="assistant",
+            content=None,
+            tool_calls=[
+                ToolCall(id=call_id, function=ToolFunction(name="write_stdin", arguments="{}"))
+            ],
+        )
+
+    readme = "- If a target branch does not exist, it is created.\n" + "text line\n" * 80
+    messages = [
+        poll("p1"),
+        Message(role="tool", tool_call_id="p1", content="ok  github.com/x/syncer 0.914s"),
+        poll("p2"),
+        Message(role="tool", tool_call_id="p2", content="ok  github.com/x/syncer 0.306s"),
+        bash("c1", "go test ./... | tail -80"),
+        Message(role="tool", tool_call_id="c1", content="ok  github.com/x/cli 71.643s"),
+        bash("c2", "go test ./... | tail -20"),
+        Message(role="tool", tool_call_id="c2", content="ok  github.com/x/cli 73.996s"),
+        bash("c3", "sed -n '1,260p' README.md"),
+        Message(role="tool", tool_call_id="c3", content=readme),
+    ]
+    facts = extract_facts(messages, list(range(1, 11)))
+    chosen = [f.text for f in select_facts(facts, 10_000)]
+    # the same poll passing again: the newest copy stands for both
+    assert [t for t in chosen if t.startswith("write_stdin")] == [
+        "write_stdin → ok github.com/x/syncer 0.306s"
+    ]
+    # two different commands: both kept, with their own timings
+    assert any("71.643s" in t for t in chosen) and any("73.996s" in t for t in chosen)
+    # a file the shell printed: "created" in its text is no result of the command
+    [view] = [f for f in facts if f.text.startswith("Bash: sed -n")]
+    [run] = [f for f in facts if "71.643s" in f.text]
+    assert view.score < run.score - 2
