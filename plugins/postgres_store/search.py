@@ -264,9 +264,9 @@ def _substring_rows(
     top = conn.execute("SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
     hi = int(top[0]) if top else 0
     if indexes.trigram and all(_PLAIN.fullmatch(t) for t in q.terms):
-        found = _vocabulary_rows(conn, q, every, k, hi)
-        if found is not None:
-            return found
+        rows = _vocabulary_rows(conn, q, every, k, hi)
+        if rows is not None:
+            return rows
     likes = q.likes(every=every, indexed=True)
     sql = substring_sql(q, likes, bounded=True, indexed=True)
     found: list[Any] = []

@@ -149,13 +149,13 @@ def plain_database(pg_dsn: str) -> Iterator[str]:
     """A database of its own, made by the test role: ``rum`` is not installed in it
     (it is not a trusted extension), ``pg_trgm`` is (trusted)."""
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg.conninfo import make_conninfo
 
     name = f"hermes_norum_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield make_conninfo(**{**conninfo_to_dict(pg_dsn), "dbname": name})
+        yield make_conninfo(pg_dsn, dbname=name)
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
