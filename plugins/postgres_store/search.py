@@ -206,7 +206,9 @@ def search(
         found: list[Candidate] = []
         full = False
         if q.all_words is not None:  # every term as words, then some of them
-            rum = indexes.rum and q.words <= RUM_MAX_TERMS
+            # scoped to sessions, the session index finds their few rows: a ranked scan
+            # of the whole database's matches would read each one's session from the heap
+            rum = indexes.rum and q.words <= RUM_MAX_TERMS and session_ids is None
             rows = _run(conn, word_sql(q, q.all_words, rum=rum), q, k)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
@@ -308,9 +310,12 @@ def _vocabulary_rows(
             if len(found) >= k or lo <= more:
                 return found
             lo -= more
-    # the rows older than those read: first as many as the rate found says hold the
-    # rest (three times over), then all the others
-    window = max(WINDOW_ROWS, (k - len(found)) * (hi - lo) * 3 // max(1, len(found)))
+    # the rows older than those read: when the look found some, first as many as their
+    # rate says hold the rest (three times over), then all the others; when it found
+    # none the fragment is rare, and all its rows are few
+    window = lo
+    if found:
+        window = max(WINDOW_ROWS, (k - len(found)) * (hi - lo) * 3 // len(found))
     groups: list[list[str]] = []
     for index in range(len(q.terms)):
         words = conn.execute(
@@ -321,9 +326,6 @@ def _vocabulary_rows(
             return None
         groups.append([lexeme(str(row[0])) for row in words])
     rows: dict[int, Any] = {int(row[0]): row for row in found}
-    if "m.active" in q.scope:  # a nested loop over the newest matches, not a hash of messages
-        conn.execute("SET LOCAL enable_hashjoin = off")
-        conn.execute("SET LOCAL enable_mergejoin = off")
     # one index scan a word (the word index tests a query of many alternatives against
     # every posting); the estimate of such a query is half the table, so the planner
     # would read it all rather than the bitmap of the real matches
@@ -332,26 +334,25 @@ def _vocabulary_rows(
         arrays = [[w for g in arrays for w in g]]
     tests = [f"f.tsv @@ ANY(%(w{i})s::text[]::tsquery[])" for i in range(len(arrays))]
     params = {f"w{i}": group for i, group in enumerate(arrays)}
-    unparsed = [q.likes(every=every, indexed=True), UNPARSED.replace("body", "f.body")]
-    ranges = [(max(0, lo - window), lo), (0, max(0, lo - window))]
+    unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.replace('body', 'f.body')})"
+    holds = f"(({' AND '.join(tests)}) OR {unparsed})" if tests else unparsed
+    span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
     # a bitmap of each index, ANDed with the id range's: only the rows matching both
     # are read (an index scan would test the words on every row of the range)
-    conn.execute("SET LOCAL enable_seqscan = off")
-    conn.execute("SET LOCAL enable_indexscan = off")
-    span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
-    for low, high in ranges:
-        if high <= low:
-            continue
-        if arrays:
-            sql = newest_sql(q, *tests, span)
-            for row in _run(conn, sql, q, k, lo=low, hi=high, **params):
+    conn.execute(
+        "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off"
+        if "m.active" not in q.scope
+        else "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
+        # a nested loop over the newest matches, not a hash of messages
+        "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"
+    )
+    for low, high in ((max(0, lo - window), lo), (0, max(0, lo - window))):
+        if high > low:
+            for row in _run(conn, newest_sql(q, holds, span), q, k, lo=low, hi=high, **params):
                 rows[int(row[0])] = row
-        for row in _run(conn, newest_sql(q, *unparsed, span), q, k, lo=low, hi=high):
-            rows[int(row[0])] = row
-        if len(rows) >= k:
-            break
-    conn.execute("SET LOCAL enable_seqscan = on")
-    conn.execute("SET LOCAL enable_indexscan = on")
+            if len(rows) >= k:
+                break
+    conn.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = on")
     return [rows[mid] for mid in sorted(rows, reverse=True)[:k]]
 
 
