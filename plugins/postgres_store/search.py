@@ -198,9 +198,9 @@ def search(
         return []
     q = Query(terms, session_ids, not include_compacted)
     # a search reads few rows: starting parallel workers would cost more than they save
-    conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+    _exec(conn, "SET LOCAL max_parallel_workers_per_gather = 0")
     # nor compiling the plan: JIT costs 15-20 ms on a ranked scan of a common word
-    conn.execute("SET LOCAL jit = off")
+    _exec(conn, "SET LOCAL jit = off")
     k = max(limit * 3 + 10, 30)
     while True:
         found: list[Candidate] = []
@@ -235,7 +235,15 @@ def search(
 
 def _run(conn: psycopg.Connection[Any], sql: str, q: Query, k: int, **extra: Any) -> list[Any]:
     params = {**q.params, "k": k, "pool": k * RUM_POOL, **extra}
-    return list(conn.execute(sql.encode(), params).fetchall())
+    # never a prepared statement: psycopg prepares a query run five times, and the
+    # server may then keep a generic plan, blind to how many rows the words or the id
+    # range hold (and to the planner settings made for this query)
+    return list(_exec(conn, sql.encode(), params).fetchall())
+
+
+def _exec(conn: psycopg.Connection[Any], sql: str | bytes, params: Any = None) -> Any:
+    """Run one statement of a search, never prepared (see :func:`_run`)."""
+    return conn.execute(sql, params, prepare=False)
 
 
 def _substring_rows(
@@ -255,15 +263,17 @@ def _substring_rows(
     ``k`` of all), then for the older ones.
     """
     if session_ids is not None:
-        count = conn.execute(
-            "SELECT count(*) FROM message_search WHERE session_id = ANY(%s)", (list(session_ids),)
+        count = _exec(
+            conn,
+            "SELECT count(*) FROM message_search WHERE session_id = ANY(%s)",
+            (list(session_ids),),
         ).fetchone()
         indexed = bool(count and int(count[0]) > SESSION_SCAN_ROWS)
         sql = substring_sql(
             q, q.likes(every=every, indexed=indexed), bounded=False, indexed=indexed
         )
         return _run(conn, sql, q, k)
-    top = conn.execute("SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
+    top = _exec(conn, "SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
     hi = int(top[0]) if top else 0
     if indexes.trigram and all(_PLAIN.fullmatch(t) for t in q.terms):
         rows = _vocabulary_rows(conn, q, every, k, hi)
@@ -318,7 +328,8 @@ def _vocabulary_rows(
         window = max(WINDOW_ROWS, (k - len(found)) * (hi - lo) * 3 // len(found))
     groups: list[list[str]] = []
     for index in range(len(q.terms)):
-        words = conn.execute(
+        words = _exec(
+            conn,
             "SELECT word FROM search_words WHERE word ILIKE %s LIMIT %s",
             (q.params[f"p{index}"], MAX_WORDS + 1),
         ).fetchall()
@@ -339,12 +350,13 @@ def _vocabulary_rows(
     span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
     # a bitmap of each index, ANDed with the id range's: only the rows matching both
     # are read (an index scan would test the words on every row of the range)
-    conn.execute(
+    _exec(
+        conn,
         "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off"
         if "m.active" not in q.scope
         else "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
         # a nested loop over the newest matches, not a hash of messages
-        "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"
+        "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off",
     )
     for low, high in ((max(0, lo - window), lo), (0, max(0, lo - window))):
         if high > low:
@@ -352,7 +364,7 @@ def _vocabulary_rows(
                 rows[int(row[0])] = row
             if len(rows) >= k:
                 break
-    conn.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = on")
+    _exec(conn, "SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = on")
     return [rows[mid] for mid in sorted(rows, reverse=True)[:k]]
 
 
