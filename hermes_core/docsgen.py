@@ -95,8 +95,11 @@ def default_settings_models() -> list[tuple[str, type[SettingsSection]]]:
         for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
         if ep.dist is not None and ep.dist.metadata["Name"] == DISTRIBUTION
     ]
+    from .host import CORE_PLUGIN_NAME, CorePlugin
+
     plugins = [(ep.name, ep.load()) for ep in sorted(ours, key=lambda e: e.name)]
     pm = get_plugin_manager(Settings(), load_entrypoints=False, plugins=plugins)
+    pm.register(CorePlugin(), name=CORE_PLUGIN_NAME)
     return [(item.plugin, item.model) for item in declared_settings(pm)]
 
 

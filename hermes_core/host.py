@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
@@ -35,6 +35,7 @@ from hermes_hookspecs import (
     PluginError,
     SelectRequest,
     SessionStore,
+    SettingsSection,
     StoreError,
     Summarizer,
     TailStrategy,
@@ -43,6 +44,7 @@ from hermes_hookspecs import (
 
 from .config import Settings, compression_settings, load_settings
 from .events import RuntimeEvents
+from .integrations.mcp_settings import McpSettings
 from .memory import MemoryManager, manager_from_registry
 from .plugin_settings import bind_plugin_settings, declared_settings
 from .plugins import call_each, get_plugin_manager
@@ -57,12 +59,17 @@ CORE_PLUGIN_NAME = "hermes_core.core"
 
 
 class CorePlugin:
-    """The core's own hook implementations: the engine the calling host selected answers last.
+    """The core's own hook implementations: the engine the calling host selected answers
+    last, and the settings of the core's own integrations (``[extensions.mcp]``).
 
     It keeps no host state: the host passes its engine with each call
     (:meth:`Hermes.call_compress`), so one instance serves every
     :class:`Hermes` built on a plugin manager.
     """
+
+    @hookimpl
+    def register_settings(self, register: Callable[[type[SettingsSection]], None]) -> None:
+        register(McpSettings)
 
     @hookimpl(trylast=True)
     def compress(

@@ -17,10 +17,20 @@ decides the order, so both stores answer a query the same way.
 * **Order.** Rows covering every term come first (score in ``[1, 2)``), then
   rows covering some (score in ``[0, 1)``). Within a tier the score grows
   with the store's text relevance (bm25, ``ts_rank``) as a fraction of the
-  tier's best, multiplied by ``1 + covered / terms``, so of two rows the
-  index rates alike the one covering more distinct terms wins; word matches
-  rank above rows found only as substrings that cover as many terms
-  (:func:`scores`, :func:`substring_relevance`).
+  tier's best, multiplied by ``1 + near / terms``, so of two rows the index
+  rates alike the one covering more distinct terms wins; word matches rank
+  above rows found only as substrings that cover as many terms
+  (:func:`scores`, :func:`substring_relevance`). ``near`` counts the terms
+  found *near each other*: the most distinct terms within
+  :data:`NEAR_CHARS` characters of the row (a passage and its neighbours, as
+  the recall tool shows a hit), so words a page apart in a 30 KB file read
+  count for less than the same words in one passage. The tier follows the
+  whole row's coverage.
+* **What the query asks for.** When the query's words ask for a kind of
+  answer (a duration, an error, what the user asked for:
+  :mod:`hermes_core.answer_kinds`), a row holding that kind has its
+  within-tier value multiplied by ``1 + KIND_BONUS``, so among rows covering
+  the words alike the one that can answer wins.
 * **Once per family.** A row carried forward by compaction and its origin
   share a root (``origin_root``); only the best of them is reported, the
   active copy on a tie.
@@ -33,12 +43,15 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hermes_core.answer_kinds import KIND_BONUS, asked_kinds, holds_any
 from hermes_hookspecs.records import SearchHit
 
 #: at most this many distinct terms of a query are searched (a 10 KB paste stays cheap)
 MAX_TERMS = 32
 #: a longer term is cut to this many characters
 MAX_TERM_CHARS = 256
+#: terms count towards a row's coverage within a tier when they occur within this many characters
+NEAR_CHARS = 480
 #: characters of text shown around the first term found
 SNIPPET_RADIUS = 60
 #: a word, as the word indexes split text: a run of letters and digits
@@ -100,20 +113,33 @@ class TermMatcher:
     def __init__(self, terms: Iterable[str]) -> None:
         self.terms = tuple(terms)
         self._folded = [fold(term) for term in self.terms]
+        self._last: tuple[str | None, str] = (None, "")
         # a term that is not one plain word may also be covered by its words, apart:
         # (first word, pattern of the words with anything but letters and digits between)
         self._words: list[tuple[str, re.Pattern[str]] | None] = []
+        self._spread: list[re.Pattern[str] | None] = []
         for folded in self._folded:
             words = _WORD.findall(folded)
             if not words or words == [folded]:  # the substring test says it all
                 self._words.append(None)
+                self._spread.append(None)
                 continue
             pattern = r"[\W_]+".join(re.escape(w) for w in words)
             self._words.append((words[0], re.compile(rf"(?<![^\W_]){pattern}(?![^\W_])")))
+            # the same led by its first word (fast to scan for), the boundary checked apart
+            self._spread.append(re.compile(rf"{pattern}(?![^\W_])"))
+
+    def _fold(self, text: str) -> str:
+        """:func:`fold` of ``text``, remembered for the last text (coverage and
+        proximity read the same row one after the other; folding 30 KB costs
+        more than matching it)."""
+        if text is not self._last[0]:
+            self._last = (text, fold(text))
+        return self._last[1]
 
     def covered(self, text: str) -> list[bool]:
         """For each term, whether ``text`` covers it."""
-        folded = fold(text)
+        folded = self._fold(text)
         out = []
         for term, words in zip(self._folded, self._words, strict=True):
             if term in folded:
@@ -123,6 +149,43 @@ class TermMatcher:
             else:
                 out.append(words[1].search(folded) is not None)
         return out
+
+    def count_near(self, text: str, span: int) -> int:
+        """The most distinct terms ``text`` covers within ``span`` characters of it.
+
+        Every occurrence of a term is located (as a substring; a term found
+        nowhere as one, by its words apart); the result is the most distinct
+        terms whose occurrences fit in a window of ``span`` characters
+        (measured between their starts).
+        """
+        folded = self._fold(text)
+        found: list[tuple[int, int]] = []  # (offset, term index), every occurrence
+        for index, (term, spread) in enumerate(zip(self._folded, self._spread, strict=True)):
+            at = folded.find(term) if term else -1
+            if at < 0 and spread is not None:
+                # no substring: its words apart (``session go`` for ``session.go``)
+                found.extend(
+                    (match.start(), index)
+                    for match in spread.finditer(folded)
+                    if not match.start() or not _WORD.match(folded, match.start() - 1)
+                )
+            while at >= 0:
+                found.append((at, index))
+                at = folded.find(term, at + 1)
+        found.sort()
+        best = 0
+        inside: dict[int, int] = {}  # term index -> occurrences in the window
+        low = 0
+        for at, index in found:
+            inside[index] = inside.get(index, 0) + 1
+            while at - found[low][0] > span:
+                gone = found[low][1]
+                inside[gone] -= 1
+                if not inside[gone]:
+                    del inside[gone]
+                low += 1
+            best = max(best, len(inside))
+        return best
 
     def count(self, text: str) -> int:
         """How many distinct terms ``text`` covers."""
@@ -261,6 +324,20 @@ class Candidate:
     relevance: float | None = None
     all_words: bool = False
     covered: int | None = None  # filled in by rank()
+    near: int | None = None  # filled in by scores()
+    typed: bool | None = None  # holds a kind the query asks for; filled in by scores()
+
+
+def _measure(cand: Candidate, matcher: TermMatcher) -> int:
+    """Fill in the terms ``cand`` covers and how many of them lie near each other;
+    return the first."""
+    if cand.covered is None:
+        cand.covered = matcher.count(cand.text)
+    if cand.near is None:
+        # one term is near itself; a short row holds its terms near each other
+        far = cand.covered > 1 and len(cand.text) > NEAR_CHARS
+        cand.near = matcher.count_near(cand.text, NEAR_CHARS) if far else cand.covered
+    return cand.covered
 
 
 def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
@@ -270,14 +347,17 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
     the index's scale (bm25 against ``ts_rank``, a tiny or a huge corpus)
     does not matter: a word match weighs ``0.5 + 0.5 * fraction``, a
     substring-only match below ``0.5``, and either is multiplied by
-    ``1 + covered / terms``.
+    ``1 + near / terms`` (the distinct terms within :data:`NEAR_CHARS`
+    characters of each other), and by ``1 + KIND_BONUS`` when the row holds
+    a kind of answer the query asks for (:mod:`hermes_core.answer_kinds`);
+    the tier's values are scaled by ``1 + KIND_BONUS`` so typed rows keep
+    their order. The tier (every term or some) follows the whole row.
     """
     total = max(1, len(matcher.terms))
+    kinds = asked_kinds(matcher.terms)
     facts = []
     for cand in candidates:
-        if cand.covered is None:
-            cand.covered = matcher.count(cand.text)
-        covered = min(cand.covered, total)
+        covered = min(_measure(cand, matcher), total)
         every = cand.all_words or covered >= total
         facts.append((every, covered, cand))
     best = {True: 0.0, False: 0.0}
@@ -286,14 +366,19 @@ def scores(candidates: list[Candidate], matcher: TermMatcher) -> list[float]:
             best[every] = max(best[every], cand.relevance)
     out = []
     for every, covered, cand in facts:
+        near = min(cand.near or 0, covered)
         if cand.relevance is None:
             weight = 5.0 * substring_relevance(cand.text, matcher.terms)
         elif best[every] > 0:
             weight = 0.5 + 0.5 * max(0.0, cand.relevance) / best[every]
         else:
             weight = 1.0
-        value = weight * (1.0 + covered / total)  # in [0, 2]
-        out.append((1.0 if every else 0.0) + value / 2.001)
+        value = weight * (1.0 + near / total)  # in [0, 2]
+        if cand.typed is None:
+            cand.typed = bool(kinds) and holds_any(kinds, cand.role, cand.text)
+        if cand.typed:
+            value *= 1.0 + KIND_BONUS
+        out.append((1.0 if every else 0.0) + value / (2.001 * (1.0 + KIND_BONUS)))
     return out
 
 
@@ -315,8 +400,7 @@ def rank(candidates: Iterable[Candidate], terms: Iterable[str], limit: int) -> l
         if seen.relevance is None:
             seen.relevance = cand.relevance
     for cand in merged.values():
-        if cand.covered is None:
-            cand.covered = matcher.count(cand.text)
+        _measure(cand, matcher)
     kept = [
         cand
         for cand in merged.values()

@@ -37,6 +37,10 @@ report) against the keep-user-turns text, which is what the issue measured
 ("in half the text that our handoff keeps"); the whole final context is shown
 beside it.
 
+``--held-out`` runs the same matrix on the held-out sessions instead
+(``transcripts/probes-heldout/README.md``): probes the project wrote blind for
+sessions nobody tuned on, the check that an improvement is general.
+
 ``python -m benchmarks recall`` runs this part alone and prints the matrix and
 the issue's targets; ``python -m benchmarks`` includes it as the ``recall`` part.
 """
@@ -70,16 +74,33 @@ from ..stub_summarizer import STUB_SUMMARY
 from ..theirs.environment import HERMES_AGENT_SPEC, run_theirs_runner
 from ..transcript_inputs import REPO, TRANSCRIPTS, counter, load, replay_order, wire
 
-PROBES_DIR = TRANSCRIPTS / "probes"
 RESULTS = REPO / "benchmarks" / "results"
-#: (transcript under ``transcripts/``, probe file under ``transcripts/probes/``)
+#: (transcript, probe file), both under ``transcripts/``: the sessions the probes came with
 SESSIONS: tuple[tuple[str, str], ...] = (
-    ("claude-code/entireio-cli-38ecf75f2f1d.jsonl.gz", "entireio-cli-38ecf75f2f1d.json"),
+    ("claude-code/entireio-cli-38ecf75f2f1d.jsonl.gz", "probes/entireio-cli-38ecf75f2f1d.json"),
     (
         "codex-rollout/entireio-git-sync-07ebffc93812.jsonl.gz",
-        "entireio-git-sync-07ebffc93812.json",
+        "probes/entireio-git-sync-07ebffc93812.json",
     ),
-    ("claude-code/entireio-git-sync-516fe4e51170.jsonl.gz", "entireio-git-sync-516fe4e51170.json"),
+    (
+        "claude-code/entireio-git-sync-516fe4e51170.jsonl.gz",
+        "probes/entireio-git-sync-516fe4e51170.json",
+    ),
+)
+#: the held-out check: sessions nobody tuned on, probes written blind (``--held-out``)
+HELD_OUT: tuple[tuple[str, str], ...] = (
+    (
+        "codex-rollout/entireio-git-sync-2dcf2f1a3166-glued-lines.jsonl.gz",
+        "probes-heldout/entireio-git-sync-2dcf2f1a3166-glued-lines.json",
+    ),
+    (
+        "codex-rollout/entireio-entire-graph-54fb8b1d18b6.jsonl.gz",
+        "probes-heldout/entireio-entire-graph-54fb8b1d18b6.json",
+    ),
+    (
+        "claude-code/entireio-entire-graph-1a6d96aa7834.jsonl.gz",
+        "probes-heldout/entireio-entire-graph-1a6d96aa7834.json",
+    ),
 )
 WINDOWS: tuple[int, ...] = (128_000, 64_000, 32_000)
 SEARCH_LIMIT = 5
@@ -407,7 +428,7 @@ def measure_case(
     seams: Sequence[str] = THEIRS_SEAMS,
 ) -> Case:
     transcript = TRANSCRIPTS / transcript_rel
-    probes_file = PROBES_DIR / probe_name
+    probes_file = TRANSCRIPTS / probe_name
     probes = load_probes(probes_file)
     messages = replay_order(load(transcript_rel))
     source = wire(messages)
@@ -436,7 +457,7 @@ def measure_case(
     for kept in systems:
         kept.by_kind = kinds_hit(kept.closed_book, probes)
     return Case(
-        session=probe_name.removesuffix(".json"),
+        session=Path(probe_name).stem,
         transcript=transcript_rel,
         window=window,
         probes=len(probes),
@@ -612,7 +633,7 @@ def run_section(
     with tempfile.TemporaryDirectory(prefix="hermes-bench-recall-") as tmp:
         for transcript_rel, probe_name in sessions:
             for window in windows:
-                folder = Path(tmp) / f"{probe_name.removesuffix('.json')}-{window}"
+                folder = Path(tmp) / f"{Path(probe_name).stem}-{window}"
                 folder.mkdir()
                 began = time.perf_counter()
                 case = measure_case(transcript_rel, probe_name, window, folder, tokens, seams)
@@ -652,6 +673,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="comma-separated probe names (e.g. entireio-cli-38ecf75f2f1d); default all three",
     )
     parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="the held-out sessions (transcripts/probes-heldout/) instead of the probes' own",
+    )
+    parser.add_argument(
         "--theirs", default=",".join(THEIRS_SEAMS), help="hermes-agent summaries: fallback,stub"
     )
     parser.add_argument("--json", type=Path, default=RESULTS / "recall.json", help="result file")
@@ -665,15 +691,15 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse(argv)
     windows = [int(w) for w in args.windows.split(",") if w]
-    sessions = list(SESSIONS)
+    known = list(HELD_OUT if args.held_out else SESSIONS)
+    sessions = known
     if args.sessions:
-        wanted = {f"{s}.json" for s in args.sessions.split(",") if s}
-        unknown = wanted - {p for _, p in SESSIONS}
+        wanted = {s for s in args.sessions.split(",") if s}
+        names = {Path(p).stem: (t, p) for t, p in known}
+        unknown = wanted - set(names)
         if unknown:
-            raise SystemExit(
-                f"unknown session(s) {sorted(unknown)}; known: {[p for _, p in SESSIONS]}"
-            )
-        sessions = [s for s in SESSIONS if s[1] in wanted]
+            raise SystemExit(f"unknown session(s) {sorted(unknown)}; known: {sorted(names)}")
+        sessions = [names[name] for name in names if name in wanted]
     seams = [s for s in args.theirs.split(",") if s]
     bad = [s for s in seams if s not in THEIRS_SEAMS]
     if bad:

@@ -63,6 +63,7 @@ class Probe(BaseModel):
 def probe_sets(folder: Path) -> list[tuple[str, Path, list[Probe]]]:
     """``(name, transcript, probes)`` for every probe file in ``folder``."""
     out = []
+    folder = folder.resolve()
     for path in sorted(folder.glob("*.json")):
         probes = [Probe.model_validate(p) for p in json.loads(path.read_text("utf-8"))]
         found = sorted(folder.parent.glob(f"*/{path.stem}.jsonl*"))

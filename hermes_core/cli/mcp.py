@@ -42,7 +42,8 @@ def mcp_cmd(
         from ..integrations.mcp_server import serve_stdio
     except ImportError as exc:
         raise ConfigError(str(exc)) from None
-    from ..integrations.recall_service import McpSettings, RecallService
+    from ..integrations.mcp_settings import McpSettings
+    from ..integrations.recall_service import RecallService
 
     overrides = {"session": {"path": str(db)}} if db is not None else None
     hermes = state.hermes(overrides)

@@ -10,57 +10,25 @@ the context's ``session_ids`` set to the configured scope.
 
 It only reads: it takes no lease and writes no row.
 
-Settings, in ``[extensions.mcp]`` (see :class:`McpSettings`).
+Settings, in ``[extensions.mcp]`` (see :class:`~hermes_core.integrations.mcp_settings.McpSettings`).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from hermes_hookspecs import AgentTool, ConfigError, NotFoundError, SessionRecord, ToolContext
 
 from ..tools import session_lineage
+from .mcp_settings import SECTION, McpSettings
 
 if TYPE_CHECKING:
     from ..host import Hermes
 
-SECTION = "mcp"
 LIST_NAME = "sessions_list"
-
-
-class McpSettings(BaseModel):
-    """What the recall MCP server exposes (``[extensions.mcp]``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sessions: Literal["all"] | list[str] = Field(
-        default="all",
-        description='Session ids clients may read (with their rotation ancestors), or "all".',
-    )
-    tools: list[str] = Field(
-        default_factory=lambda: ["session_search", "session_open"],
-        description="Registered framework tools to expose (read-only ones only).",
-    )
-    budget_tokens: int = Field(default=2_000, ge=100, description="Most tokens of one result.")
-    max_query_chars: int = Field(default=2_000, ge=1, description="Longest search query accepted.")
-    list_limit: int = Field(default=50, ge=1, description="Most sessions one list call returns.")
-
-    @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> McpSettings:
-        options = settings.plugin_options(SECTION) if settings is not None else {}
-        options.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls.model_validate(options)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"extensions.{SECTION}.{'.'.join(str(p) for p in e['loc'])} = "
-                f"{e.get('input')!r:.60}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise ConfigError(f"invalid MCP server settings: {problems}") from None
 
 
 class ToolSpec(BaseModel):

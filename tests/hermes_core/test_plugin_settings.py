@@ -105,6 +105,28 @@ def test_a_secret_in_a_plugin_section_is_not_echoed() -> None:
     assert key not in str(info.value) and "acme.retries" in str(info.value)
 
 
+def test_the_cores_mcp_table_is_checked_when_the_host_loads() -> None:
+    """``[extensions.mcp]`` is the core's typed section: a typo fails at load, not at serve."""
+    from hermes_core.integrations.mcp_settings import McpSettings
+
+    with pytest.raises(ConfigError) as info:
+        host(settings_from({"extensions": {"mcp": {"sesions": ["a"]}}}))
+    assert "'extensions.mcp.sesions'" in str(info.value)
+    with pytest.raises(ConfigError) as bad:
+        host(settings_from({"extensions": {"mcp": {"list_limit": 0}}}))
+    assert "extensions.mcp.list_limit = 0" in str(bad.value)
+    with host(settings_from({"extensions": {"mcp": {"sessions": ["a"], "list_limit": 3}}})) as h:
+        section = h.settings.section(McpSettings)
+        assert (section.sessions, section.list_limit) == (["a"], 3)
+        assert h.settings.section_owner(McpSettings) == "hermes_core.core"
+        one_run = McpSettings.from_settings(h.settings, sessions="all", budget_tokens=None)
+        assert (one_run.sessions, one_run.list_limit, one_run.budget_tokens) == ("all", 3, 2_000)
+        with pytest.raises(ConfigError, match=r"extensions\.mcp\.budget_tokens"):
+            McpSettings.from_settings(h.settings, budget_tokens=5)
+    # a legacy third-party [extensions.NAME] table stays untyped and accepted
+    host(settings_from({"extensions": {"acme_legacy": {"anything": 1}}})).close()
+
+
 def test_a_table_no_loaded_plugin_declares_is_an_error() -> None:
     with pytest.raises(ConfigError) as info:
         host(settings_from({"acme": {"url": "x"}}))

@@ -25,6 +25,7 @@ from tests.hosts import HostFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ROOT / "transcripts" / "probes"
+#: the probes each session came with (the reference scorer is checked against ours on them)
 SESSIONS = {
     "entireio-cli-38ecf75f2f1d": ROOT
     / "transcripts/claude-code/entireio-cli-38ecf75f2f1d.jsonl.gz",
@@ -33,6 +34,17 @@ SESSIONS = {
     "entireio-git-sync-516fe4e51170": ROOT
     / "transcripts/claude-code/entireio-git-sync-516fe4e51170.jsonl.gz",
 }
+HELD_OUT = ROOT / "transcripts" / "probes-heldout"
+#: the held-out probes the project wrote (transcripts/probes-heldout/README.md)
+HELD_OUT_SESSIONS = {
+    "entireio-git-sync-2dcf2f1a3166-glued-lines": ROOT
+    / "transcripts/codex-rollout/entireio-git-sync-2dcf2f1a3166-glued-lines.jsonl.gz",
+    "entireio-entire-graph-54fb8b1d18b6": ROOT
+    / "transcripts/codex-rollout/entireio-entire-graph-54fb8b1d18b6.jsonl.gz",
+    "entireio-entire-graph-1a6d96aa7834": ROOT
+    / "transcripts/claude-code/entireio-entire-graph-1a6d96aa7834.jsonl.gz",
+}
+ALL_SESSIONS = {**SESSIONS, **HELD_OUT_SESSIONS}
 
 
 def _load_by_path(name: str, path: Path) -> ModuleType:
@@ -60,7 +72,7 @@ def ours_imported() -> dict[str, list[dict[str, Any]]]:
     """Each session as our importer makes it (first conversation: the main thread)."""
     importers = builtin_importers()
     out = {}
-    for name, path in SESSIONS.items():
+    for name, path in ALL_SESSIONS.items():
         conversation = detect_importer(path, importers).load(path)[0]
         out[name] = [message.to_api() for message in conversation.messages]
     return out
@@ -71,19 +83,23 @@ def ref_imported(ref: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     """Each session as the reference importer makes it (the list ``message_index`` counts in)."""
     folder = tmp_path_factory.mktemp("ref-import")
     out = {}
-    for name, path in SESSIONS.items():
+    for name, path in ALL_SESSIONS.items():
         plain = folder / f"{name}.jsonl"
         plain.write_bytes(gzip.decompress(path.read_bytes()))
         out[name] = ref.import_transcript(plain)
     return out
 
 
+def probe_file(name: str) -> Path:
+    return (HELD_OUT if name in HELD_OUT_SESSIONS else PROBES) / f"{name}.json"
+
+
 def probes_of(name: str) -> list[recall.Probe]:
-    return recall.load_probes(PROBES / f"{name}.json")
+    return recall.load_probes(probe_file(name))
 
 
 def raw_probes(name: str) -> list[dict[str, Any]]:
-    data: list[dict[str, Any]] = json.loads((PROBES / f"{name}.json").read_text(encoding="utf-8"))
+    data: list[dict[str, Any]] = json.loads(probe_file(name).read_text(encoding="utf-8"))
     return data
 
 
@@ -107,7 +123,7 @@ def test_message_text_equals_reference_on_every_message(
         assert recall.messages_text(messages) == ref.messages_text(messages)
 
 
-@pytest.mark.parametrize("name", sorted(SESSIONS))
+@pytest.mark.parametrize("name", sorted(ALL_SESSIONS))
 def test_closed_book_agrees_on_sessions_and_truncations(
     ref: Any, ours_imported: dict[str, Any], ref_imported: dict[str, Any], name: str
 ) -> None:
@@ -148,7 +164,7 @@ def test_closed_book_agrees_on_a_real_replay(
         assert_same_score(ref, final[cut:], name)
 
 
-@pytest.mark.parametrize("name", sorted(SESSIONS))
+@pytest.mark.parametrize("name", sorted(ALL_SESSIONS))
 def test_probe_rules_hold_on_the_reference_import(ref_imported: dict[str, Any], name: str) -> None:
     """message_index is the first message with an answer and the last 30% answers nothing."""
     messages = ref_imported[name]
@@ -162,7 +178,7 @@ def test_probe_rules_hold_on_the_reference_import(ref_imported: dict[str, Any], 
         assert recall.closed_book(messages[:first], [probe]).misses == [probe.id]
 
 
-@pytest.mark.parametrize("name", sorted(SESSIONS))
+@pytest.mark.parametrize("name", sorted(ALL_SESSIONS))
 def test_content_words_equal_reference_on_every_question(ref: Any, name: str) -> None:
     for probe in probes_of(name):
         words = recall.content_words(probe.question)

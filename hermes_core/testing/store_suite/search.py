@@ -24,6 +24,7 @@ from .helpers import (
     covers,
     summary,
     texts,
+    tool,
     user,
 )
 
@@ -248,6 +249,64 @@ class SearchChecks(SuiteBase):
             ],
         )
         assert [h.message_id for h in store.search("needle")] == [rows[1].id, rows[0].id]
+
+    def test_search_prefers_a_duration_when_asked_how_long(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                assistant("the review is in; the integration package is next"),
+                assistant(calls=[("c1", "shell", '{"cmd": "go vet ./..."}')]),
+                tool("c1", "ok  \tcli integration package\t71.643s"),
+                *(user(f"unrelated filler text {i}") for i in range(6)),
+            ],
+        )
+        # "long" asks for a duration: the row printing one wins over a row that
+        # covers more of the words (answer typing, hermes_core.answer_kinds)
+        query = "long integration package review"
+        assert [h.message_id for h in store.search(query)][:2] == [rows[2].id, rows[0].id]
+        # without a cue word the words alone decide
+        assert [h.message_id for h in store.search("integration package review")][:2] == [
+            rows[0].id,
+            rows[2].id,
+        ]
+
+    def test_search_prefers_an_error_line_when_asked_for_an_error(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                assistant("the push to the mirror refs needs a retry later"),
+                assistant(calls=[("c1", "shell", '{"cmd": "git fetch"}')]),
+                tool("c1", "error: push rejected (fetch first)"),
+                assistant("code that handles error values before the push"),
+                *(user(f"unrelated filler text {i}") for i in range(6)),
+            ],
+        )
+        # an error line beats prose covering more words, and code that merely says "error"
+        hits = store.search("error push mirror refs")
+        assert [h.message_id for h in hits][:1] == [rows[2].id], hits
+        assert [h.message_id for h in store.search("push mirror refs")][:1] == [rows[0].id]
+
+    def test_search_prefers_the_users_words_when_asked_for_a_constraint(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                assistant("sync data: sync the data, then sync more data"),
+                user("please sync the data without any local clone of either repository"),
+                *(user(f"unrelated filler text {i}") for i in range(6)),
+            ],
+        )
+        # a constraint is something the user set: their message wins over the agent's
+        assert [h.message_id for h in store.search("constraint sync data")][:2] == [
+            rows[1].id,
+            rows[0].id,
+        ]
+        assert [h.message_id for h in store.search("sync data")][:1] == [rows[0].id]
 
     def test_search_empty_query(self, store: SessionStore, session_id: str) -> None:
         store.append_messages(session_id, [user("anything")])

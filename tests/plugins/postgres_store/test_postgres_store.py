@@ -362,13 +362,18 @@ def test_eight_processes_twenty_five_turns_each(
 
 
 def _crash_worker(dsn: str, schema: str, sid: str, log_path: str, seed: int, conn: Any) -> None:
-    """Append 5-message batches and compact, logging each commit after it returns."""
+    """Append 5-message batches and compact, logging each commit after it returns.
+
+    It reports ready after its first commit, so the kill that follows always lands
+    in the middle of the stream, however slowly a loaded machine started the worker.
+    """
     rng = random.Random(seed)
     store = open_store(dsn, schema)
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    conn.send("ready")
     step = 0
     while True:
+        if step == 1:
+            conn.send("ready")
         step += 1
         if rng.random() < 0.25:
             block = [user(f"gen{step}-summary", f"gen{step}")] + [

@@ -1,0 +1,149 @@
+"""What kind of text a query asks for, and which rows hold that kind (answer typing).
+
+A question names the kind of its answer: "how *long* did the tests take"
+wants a duration, "what *error* did the push fail with" an error line, "what
+*constraint* did the user set" the user's own words. Search ranks rows
+covering the query's words (:mod:`hermes_core.searchkit`); among them, a row
+holding the kind the query asks for is the likelier answer, so the ranking
+raises it (:data:`KIND_BONUS`).
+
+Each kind is recognised from general cue words of a query (any of its terms'
+words, case folded) and held by a row through a general property of its text
+or author; nothing here names a session's content:
+
+* ``duration``: cue words of elapsed time (``long``, ``took``, ``duration``,
+  ``elapsed``, ...); held by a row with a number and a time unit written
+  together, as tools print them (``71.6s``, ``250ms``, ``1m4s``).
+* ``error``: nouns naming a failure (``error``, ``exception``, ``panic``,
+  ``status``, ``failure``, ``traceback``); held by a row with an error line
+  (``error:``, ``fatal:``, ``panic:``, ``ValueError:``, ``--- FAIL``, a line
+  starting ``FAIL``, an HTTP status 4xx/5xx after ``status``, a non-zero exit
+  status or code, a Python traceback). Code that merely mentions errors
+  (``func f() error``) does not hold it.
+* ``request``: words of what someone asked for (``constraint``,
+  ``require``, ``requirement``, ``want``, ``request``, ``prefer``,
+  ``instruction``, ...); held by a message the user wrote (role ``user``;
+  text a harness injected is placed after every other hit by
+  :func:`hermes_core.search.search_with_context`).
+
+Verbs describing a circumstance (``failed``, ``failing``) are not cues: "the
+command that failed" asks for a command.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+#: a row holding a kind the query asks for has its within-tier score multiplied by 1 + this
+KIND_BONUS = 0.5
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class AnswerKind:
+    """A kind of answer: the query words that ask for it, and how a row holds it."""
+
+    name: str
+    cues: frozenset[str]
+    #: whether a text holds the kind (None: the author decides)
+    test: Callable[[str], bool] | None = None
+    #: a row by this role holds the kind
+    role: str | None = None
+
+    def held_by(self, role: str, text: str) -> bool:
+        """Whether a row of ``role`` with ``text`` holds this kind."""
+        if self.role is not None and role == self.role:
+            return True
+        return self.test is not None and self.test(text)
+
+
+def _cues(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+def _occurrences(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
+
+
+def _starts_word(text: str, at: int) -> bool:
+    return at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "_.")
+
+
+# (each test looks for a literal or a digit first: a pattern led by a lookbehind or
+# a case-insensitive alternation costs ten times as much on a 30 KB file read)
+_DURATION = re.compile(r"\d+(?:\.\d+)?(?:ns|µs|us|ms|s|h\d+m|m\d+(?:\.\d+)?s)(?!\w)")
+
+
+def has_duration(text: str) -> bool:
+    """A number with a time unit written together: ``71.643s``, ``250ms``, ``1m4s``, ``1h2m``."""
+    return any(_starts_word(text, match.start()) for match in _DURATION.finditer(text))
+
+
+_AFTER_MARK = re.compile(r"(?:\[\w+\])?:")
+_STATUS = re.compile(r"status(?: code)?:? [45]\d\d(?!\d)")
+_EXIT = re.compile(r"exit(?:ed with)? (?:status|code) [1-9]")
+_FAIL_LINE = re.compile(r"(?:^|\n)FAIL(?!\w)")
+
+
+def has_error_line(text: str) -> bool:
+    """An error line: ``error:``, ``fatal:``, ``panic:``, ``exception:`` (any case, also
+    ``error[E0308]:``), ``ValueError:``, ``--- FAIL``, a line starting ``FAIL``, an HTTP
+    status 4xx/5xx after ``status``, a non-zero exit status or code, a Python traceback."""
+    if "--- FAIL" in text or "Traceback (most recent call last)" in text:
+        return True
+    if "FAIL" in text and _FAIL_LINE.search(text):
+        return True
+    for needle in ("Error:", "Exception:"):  # ValueError:, RuntimeException:
+        if any(at > 0 and text[at - 1].isalpha() for at in _occurrences(text, needle)):
+            return True
+    lower = text.lower()
+    for word in ("error", "fatal", "panic", "exception"):
+        for at in _occurrences(lower, word):
+            if _starts_word(lower, at) and _AFTER_MARK.match(lower, at + len(word)):
+                return True
+    if "status" in lower and _STATUS.search(lower):
+        return True
+    return "exit" in lower and _EXIT.search(lower) is not None
+
+
+DURATION = AnswerKind(
+    "duration",
+    _cues(
+        "long longer took take takes taking duration durations elapsed latency runtime "
+        "timing timings seconds minutes hours"
+    ),
+    test=has_duration,
+)
+ERROR = AnswerKind(
+    "error",
+    _cues("error errors exception exceptions panic status failure failures traceback"),
+    test=has_error_line,
+)
+REQUEST = AnswerKind(
+    "request",
+    _cues(
+        "constraint constraints require required requires requirement requirements request "
+        "requested requests want wanted wants prefer preferred preference preferences insist "
+        "insisted instruct instructed instruction instructions told"
+    ),
+    role="user",
+)
+#: every kind a query may ask for
+ANSWER_KINDS = (DURATION, ERROR, REQUEST)
+
+
+def asked_kinds(terms: Iterable[str]) -> tuple[AnswerKind, ...]:
+    """The kinds a query with ``terms`` asks for: those with a cue among the terms' words."""
+    words = {word for term in terms for word in _WORD.findall(term.lower())}
+    return tuple(kind for kind in ANSWER_KINDS if words & kind.cues)
+
+
+def holds_any(kinds: Iterable[AnswerKind], role: str, text: str) -> bool:
+    """Whether a row of ``role`` with ``text`` holds one of ``kinds``."""
+    return any(kind.held_by(role, text) for kind in kinds)

@@ -1,0 +1,125 @@
+"""The shared ranking rules of hermes_core.searchkit and hermes_core.answer_kinds, on
+candidates built by hand (the store conformance suite checks them through both stores)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_core.answer_kinds import DURATION, ERROR, REQUEST, asked_kinds
+from hermes_core.searchkit import NEAR_CHARS, Candidate, TermMatcher, rank
+
+FILLER = " ".join(f"filler{i}" for i in range(120))  # about 1,000 characters
+
+
+def candidate(
+    message_id: int, text: str, *, role: str = "assistant", relevance: float = 1.0
+) -> Candidate:
+    return Candidate(
+        message_id=message_id,
+        session_id="s",
+        role=role,
+        active=True,
+        compacted=False,
+        created_at=float(message_id),
+        root=message_id,
+        text=text,
+        relevance=relevance,
+    )
+
+
+def test_count_near_counts_the_terms_within_the_span() -> None:
+    matcher = TermMatcher(["alpha", "beta", "gamma", "session.go"])
+    text = f"alpha {FILLER} beta gamma {FILLER} session go"
+    assert matcher.count(text) == 4
+    assert matcher.count_near(text, NEAR_CHARS) == 2  # beta and gamma, together
+    assert matcher.count_near(text, 10 * len(text)) == 4
+    assert matcher.count_near("nothing here", NEAR_CHARS) == 0
+    # a term's words apart count at the position they start
+    assert matcher.count_near(f"{FILLER} session go alpha", NEAR_CHARS) == 2
+
+
+def test_rank_prefers_terms_near_each_other_over_terms_pages_apart() -> None:
+    terms = ["walrus", "narwhal", "beluga", "orca", "manatee"]
+    spread = candidate(1, f"walrus {FILLER} narwhal {FILLER} beluga {FILLER} orca")
+    together = candidate(2, f"the walrus, the narwhal and the beluga {FILLER}")
+    # the spread row covers four of the five terms, the other three: but those three
+    # sit in one passage, the four are a page apart each
+    assert [hit.message_id for hit in rank([spread, together], terms, 5)] == [2, 1]
+
+
+def test_rank_tier_still_follows_the_whole_row() -> None:
+    terms = ["walrus", "narwhal"]
+    every = candidate(1, f"walrus {FILLER} narwhal")
+    some = candidate(2, "walrus walrus walrus")
+    hits = rank([every, some], terms, 5)
+    assert [hit.message_id for hit in hits] == [1, 2]
+    assert hits[0].score >= 1.0 > hits[1].score
+
+
+@pytest.mark.parametrize(
+    ("query", "kinds"),
+    [
+        ("long integration test package take", {"duration"}),
+        ("error replicate linux repo push", {"error"}),
+        ("HTTP status target endpoint", {"error"}),
+        ("constraint git sync move data", {"request"}),
+        ("require integration-test setup", {"request"}),
+        # a verb describing a circumstance is no cue: "the command that failed"
+        ("plan command failed no-thin", set()),
+        ("integration test package", set()),
+    ],
+)
+def test_asked_kinds(query: str, kinds: set[str]) -> None:
+    assert {kind.name for kind in asked_kinds(query.split())} == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("ok  \tgithub.com/x/cli/integration_test\t71.643s", True),
+        ("--- FAIL: TestX (0.00s)", True),
+        ("took 1m4s", True),
+        ("done in 250ms", True),
+        ("Wall time: 0.6120 seconds", False),  # a wrapper's timing, spelled out
+        ("version 1.2.3 of the 5s plan", True),
+        ("sha 1a2b3c4s", False),
+        ("nothing timed", False),
+    ],
+)
+def test_duration_is_a_number_with_a_unit(text: str, held: bool) -> None:
+    assert DURATION.held_by("tool", text) is held
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("error: push target refs: unpack error: empty packfile", True),
+        ("fatal: not a git repository", True),
+        ("panic: runtime error: index out of range", True),
+        ("ValueError: bad input", True),
+        ("--- FAIL: TestRun (0.33s)", True),
+        ('requesting "http://x/repo.git/git-receive-pack" status code: 500', True),
+        ("Process exited with code 1", True),
+        ("Process exited with code 0", False),
+        ("func decode(r io.Reader) error {\n\treturn err\n}", False),
+        ("the error handling looks fine", False),
+    ],
+)
+def test_error_is_an_error_line(text: str, held: bool) -> None:
+    assert ERROR.held_by("tool", text) is held
+
+
+def test_request_is_held_by_the_user() -> None:
+    assert REQUEST.held_by("user", "only git primitives, no local clone")
+    assert not REQUEST.held_by("assistant", "only git primitives, no local clone")
+
+
+def test_kind_bonus_keeps_the_order_of_typed_rows() -> None:
+    terms = ["error", "push", "mirror", "refs", "retry"]
+    better = candidate(1, "error: push to mirror refs rejected", role="tool")
+    worse = candidate(2, "error: push failed", role="tool")
+    prose = candidate(3, "the push to the mirror refs needs a retry")
+    hits = rank([better, worse, prose], terms, 5)
+    # the error lines first, in their own order (not tied at the top of the tier)
+    assert [hit.message_id for hit in hits] == [1, 2, 3]
+    assert hits[0].score > hits[1].score > hits[2].score
