@@ -6,9 +6,10 @@ that records a migration this version does not know was written by a newer
 hermes-core: opening it raises :class:`SchemaVersionError` and changes
 nothing. Never edit or reorder a released migration; append a new one.
 
-The trigram index (``pg_trgm``) is not a migration: it is created when the
-extension is available and skipped (and reported) when it is not, so the same
-schema works on servers with and without the extension.
+The trigram indexes (``pg_trgm``) and the ranked word index (``rum``) are not
+migrations: each is created when its extension is available (on any open, so
+an extension installed later is picked up) and skipped (and reported) when it
+is not, so the same schema works on servers with and without them.
 """
 
 from __future__ import annotations
@@ -195,6 +196,28 @@ MIGRATIONS: tuple[Migration, ...] = (
           AND (f.body = n.name OR right(f.body, length(n.name) + 1) = E'\n' || n.name);
         """,
     ),
+    Migration(
+        "0008_search_words",
+        """
+        -- the vocabulary of the word index: every lexeme of message_search.tsv, so that a
+        -- fragment is turned into the words holding it (search.py) instead of rechecking
+        -- every trigram candidate; kept by a statement trigger, in the writer's transaction
+        -- (words sorted: concurrent writers of the same new words lock them in one order)
+        CREATE TABLE search_words (word text PRIMARY KEY);
+        CREATE FUNCTION search_words_add() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        BEGIN
+            INSERT INTO search_words (word)
+            SELECT DISTINCT w FROM added, unnest(tsvector_to_array(added.tsv)) AS w
+            ORDER BY w ON CONFLICT DO NOTHING;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER search_words_add AFTER INSERT ON message_search
+            REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION search_words_add();
+        INSERT INTO search_words (word)
+        SELECT word FROM ts_stat('SELECT tsv FROM message_search') ORDER BY word;
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)
@@ -266,17 +289,100 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
         if row is None:
             return None, "pg_trgm unavailable; substring search runs unindexed"
     ext_schema = str(row[0]).strip('"')
-    exists = conn.execute(
-        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-        "AND indexname = 'message_search_trgm'"
-    ).fetchone()
-    if exists is None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS message_search_trgm ON message_search "
-                    "USING gin (body {}.gin_trgm_ops)"
-                ).format(sql.Identifier(ext_schema))
-            )
+    ops = sql.Identifier(ext_schema)
+    _ensure_indexes(
+        conn,
+        {
+            "message_search_trgm": sql.SQL(
+                "CREATE INDEX IF NOT EXISTS message_search_trgm ON message_search "
+                "USING gin (body {}.gin_trgm_ops)"
+            ).format(ops),
+            # the rows whose text the word parser does not wholly index (see UNPARSED)
+            "message_search_trgm_unparsed": sql.SQL(
+                "CREATE INDEX IF NOT EXISTS message_search_trgm_unparsed ON message_search "
+                "USING gin (body {}.gin_trgm_ops) WHERE "
+            ).format(ops)
+            + sql.SQL(UNPARSED),
+            "search_words_trgm": sql.SQL(
+                "CREATE INDEX IF NOT EXISTS search_words_trgm ON search_words "
+                "USING gin (word {}.gin_trgm_ops)"
+            ).format(ops),
+        },
+    )
     return ext_schema, f"pg_trgm {ext_schema}.gin_trgm_ops index on message_search.body"
+
+
+#: rows whose letters and digits may lie outside every lexeme of their ``tsv``: the
+#: parser drops XML tags (``<a href=x>``), entities (``&amp;``), URL protocol heads
+#: (``https://``) and words longer than 2,047 bytes (a run of 680 such characters may
+#: be one). A fragment is looked up in the vocabulary for the other rows, and through
+#: the trigram index (partial, on this condition) for these.
+UNPARSED = "(body ~ '[<&]|://|(?:[[:alnum:]_./-]{170}){4}')"
+
+
+def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> None:
+    """Create the indexes of ``wanted`` (name -> statement) that do not exist yet."""
+    rows = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+        "AND indexname = ANY(%s)",
+        (list(wanted),),
+    ).fetchall()
+    missing = [name for name in wanted if name not in {str(r[0]) for r in rows}]
+    if not missing:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        for name in missing:
+            LOG.info("postgres schema: creating index %s", name)
+            conn.execute(wanted[name])
+
+
+#: the expression the RUM index is built on: the tsvector, under a name the GIN index
+#: does not have, so the planner takes RUM for ranked scans only (a RUM bitmap scan of a
+#: query of many alternatives, as a fragment's vocabulary gives, takes seconds)
+RANKED_TSV = "{alias}tsv || ''::tsvector"
+
+
+def ensure_rum(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
+    """Make sure the ``rum`` extension and the ranked word index exist, when the server allows.
+
+    RUM keeps each lexeme's positions in the index, so ``tsv <=> query`` returns
+    the best-ranked matches of a word from the index alone (a GIN index holds
+    no positions: ``ts_rank`` reads every matching row's ``tsvector`` from the
+    heap). ``rum`` is not a trusted extension: an administrator installs the
+    package and runs ``CREATE EXTENSION rum`` once (``.ci/start-postgres.sh``
+    does); without it search ranks through the GIN index and ``ts_rank``.
+
+    :return: ``(schema holding rum or None, a one-line status)``.
+    """
+    from psycopg import errors, sql
+
+    query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'rum'"
+    row = conn.execute(query).fetchone()
+    if row is None:
+        available = conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'rum'"
+        ).fetchone()
+        if available is None:
+            return None, "rum not installed; words ranked by ts_rank over the GIN index"
+        try:
+            with conn.transaction():
+                conn.execute("CREATE EXTENSION IF NOT EXISTS rum SCHEMA public")
+        except errors.Error as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return None, f"rum unavailable ({reason}); words ranked by ts_rank over the GIN index"
+        row = conn.execute(query).fetchone()
+        if row is None:
+            return None, "rum unavailable; words ranked by ts_rank over the GIN index"
+    ext_schema = str(row[0]).strip('"')
+    _ensure_indexes(
+        conn,
+        {
+            "message_search_rum": sql.SQL(
+                "CREATE INDEX IF NOT EXISTS message_search_rum ON message_search "
+                "USING rum (({}) {}.rum_tsvector_ops)"
+            ).format(sql.SQL(RANKED_TSV.format(alias="")), sql.Identifier(ext_schema))
+        },
+    )
+    return ext_schema, f"rum {ext_schema}.rum_tsvector_ops index ranks message_search.tsv"

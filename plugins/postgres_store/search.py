@@ -27,16 +27,35 @@ candidate rows with PostgreSQL's own tools:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.searchkit import Candidate, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
 
+from .migrations import RANKED_TSV, UNPARSED
+
 if TYPE_CHECKING:
     import psycopg
 
 MAX_CANDIDATES = 20_000
+#: the RUM index ranks a pass of at most this many word terms (its cost grows with
+#: the number of alternatives); a longer query ranks through GIN and ts_rank
+RUM_MAX_TERMS = 8
+#: the RUM index's best this many times ``k`` are ranked by ``ts_rank`` (see word_sql)
+RUM_POOL = 4
+#: a fragment held by more vocabulary words than this is looked for in the trigram index
+MAX_WORDS = 1_000
+#: a fragment is first looked for in this many of the newest rows (read in id order)
+PROBE_ROWS = 1_000
+#: and in at most this many older rows when the first look found some but too few
+PROBE_MORE_ROWS = 8_000
+#: the first range of older rows asked through the vocabulary is at least this long
+WINDOW_ROWS = 50_000
+RANKED = RANKED_TSV.format(alias="f.")
+_PLAIN = re.compile(r"[^\W_]{3,}")
 #: substrings are looked for in the newest rows first (see _substring_rows)
 NEWEST_WINDOW = 20_000
 #: sessions of at most this many rows in all are read for substrings without the trigram index
@@ -51,6 +70,21 @@ _COLUMNS = (
 def like_pattern(term: str) -> str:
     escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """Which optional indexes the schema has (see :mod:`.migrations`)."""
+
+    #: pg_trgm: the trigram indexes and the vocabulary's
+    trigram: bool = True
+    #: rum: ``message_search_rum`` ranks word matches
+    rum: bool = False
+
+
+def lexeme(word: str) -> str:
+    """``word`` as one quoted lexeme of a tsquery's text form."""
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class Query:
@@ -92,25 +126,46 @@ class Query:
         return "(" + glue.join(like.format(body=body) for like in self._likes) + ")"
 
 
-def word_sql(query: Query, tsquery: str) -> str:
-    """Rows whose tsvector matches ``tsquery``, best ``ts_rank`` first (length normalised).
+def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
+    """The best ``k`` rows whose tsvector matches ``tsquery`` by ``ts_rank`` (length
+    normalised), newest first on a tie.
 
-    The ranking reads ``message_search`` alone and keeps the best ``k``; only
-    those are joined to ``messages`` (joining every match first costs an index
-    lookup per matching row, most of a common word's search). The active-only
-    condition needs ``messages``, so with it the join stays inside.
+    Without ``rum`` every match is ranked, reading its ``tsvector`` from the
+    heap. With ``rum`` the RUM index gives the best :data:`RUM_POOL` ``* k`` by
+    its own rank (``tsv <=> query``: ``ts_rank`` without length
+    normalisation) from the index alone, and only those are ranked: the same
+    ``k`` when the word has at most that many matches, otherwise the best of the
+    pool (a short row the index rates below the pool is not seen). The ranking
+    reads ``message_search`` alone and keeps the best ``k``; only those are
+    joined to ``messages`` (joining every match first costs an index lookup per
+    matching row, most of a common word's search). The active-only condition
+    needs ``messages``, so with it the join stays inside.
     """
-    relevance = f"ts_rank(f.tsv, {tsquery}, 1)::float8"
+    relevance = f"ts_rank(f.tsv, {tsquery}, 1)::float8 AS r"
+    where = " AND ".join([f"({RANKED}) @@ {tsquery}" if rum else f"f.tsv @@ {tsquery}"])
+    where = " AND ".join([where, *query.scope])
+    best = "LIMIT %(k)s"
+    if rum:  # the index's best pool, in its order; then the best k of those
+        best = f"ORDER BY ({RANKED}) <=> {tsquery} LIMIT %(pool)s"
     if "m.active" in query.scope:
-        where = query.where(f"f.tsv @@ {tsquery}")
-        sql = _COLUMNS.format(relevance=f"{relevance} AS r", where=where)
-        return sql + "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
-    inner = " AND ".join([f"f.tsv @@ {tsquery}", *query.scope])
+        rows = (
+            "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
+            f"coalesce(m.origin_root, m.id) AS root, f.body, {relevance} "
+            f"FROM message_search f JOIN messages m ON m.id = f.message_id WHERE {where} "
+        )
+        if not rum:
+            return rows + "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
+        return (
+            "SELECT p.id, p.session_id, p.role, p.active, p.compacted, p.created_at, p.root, "
+            f"p.body, p.r FROM ({rows}{best}) p ORDER BY p.r DESC, p.id DESC LIMIT %(k)s"
+        )
+    rows = f"SELECT f.message_id, f.body, {relevance} FROM message_search f WHERE {where} "
+    if rum:
+        rows = f"SELECT p.message_id, p.body, p.r FROM ({rows}{best}) p "
     return (
         "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
-        "coalesce(m.origin_root, m.id), t.body, t.r FROM ("
-        f"SELECT f.message_id, f.body, {relevance} AS r FROM message_search f WHERE {inner} "
-        "ORDER BY r DESC, f.message_id DESC LIMIT %(k)s) t "
+        f"coalesce(m.origin_root, m.id), t.body, t.r FROM ({rows}"
+        f"ORDER BY r DESC, message_id DESC LIMIT %(k)s) t "
         "JOIN messages m ON m.id = t.message_id ORDER BY t.r DESC, m.id DESC"
     )
 
@@ -136,36 +191,40 @@ def search(
     session_ids: Sequence[str] | None,
     include_compacted: bool,
     limit: int,
+    indexes: Indexes = Indexes(),
 ) -> list[SearchHit]:
     terms = query_terms(query)
     if not terms or limit <= 0 or (session_ids is not None and not session_ids):
         return []
     q = Query(terms, session_ids, not include_compacted)
     # a search reads few rows: starting parallel workers would cost more than they save
-    conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+    _exec(conn, "SET LOCAL max_parallel_workers_per_gather = 0")
     # nor compiling the plan: JIT costs 15-20 ms on a ranked scan of a common word
-    conn.execute("SET LOCAL jit = off")
+    _exec(conn, "SET LOCAL jit = off")
     k = max(limit * 3 + 10, 30)
     while True:
         found: list[Candidate] = []
         full = False
         if q.all_words is not None:  # every term as words, then some of them
-            rows = _run(conn, word_sql(q, q.all_words), q, k)
+            # scoped to sessions, the session index finds their few rows: a ranked scan
+            # of the whole database's matches would read each one's session from the heap
+            rum = indexes.rum and q.words <= RUM_MAX_TERMS and session_ids is None
+            rows = _run(conn, word_sql(q, q.all_words, rum=rum), q, k)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
             if len(hits := rank(found, terms, limit)) >= limit:
                 return hits
             if q.any_word is not None and q.words > 1:
-                rows = _run(conn, word_sql(q, q.any_word), q, k)
+                rows = _run(conn, word_sql(q, q.any_word, rum=rum), q, k)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
                 if len(hits := rank(found, terms, limit)) >= limit:
                     return hits
-        rows = _substring_rows(conn, q, True, session_ids, k)  # as substrings
+        rows = _substring_rows(conn, q, True, session_ids, k, indexes)  # as substrings
         full = full or len(rows) >= k
         found += _candidates(rows, every=False)
         if len(terms) > 1 and len(rank(found, terms, limit)) < limit:
-            rows = _substring_rows(conn, q, False, session_ids, k)
+            rows = _substring_rows(conn, q, False, session_ids, k, indexes)
             full = full or len(rows) >= k
             found += _candidates(rows, every=False)
         hits = rank(found, terms, limit)
@@ -175,7 +234,16 @@ def search(
 
 
 def _run(conn: psycopg.Connection[Any], sql: str, q: Query, k: int, **extra: Any) -> list[Any]:
-    return list(conn.execute(sql.encode(), {**q.params, "k": k, **extra}).fetchall())
+    params = {**q.params, "k": k, "pool": k * RUM_POOL, **extra}
+    # never a prepared statement: psycopg prepares a query run five times, and the
+    # server may then keep a generic plan, blind to how many rows the words or the id
+    # range hold (and to the planner settings made for this query)
+    return list(_exec(conn, sql.encode(), params).fetchall())
+
+
+def _exec(conn: psycopg.Connection[Any], sql: str | bytes, params: Any = None) -> Any:
+    """Run one statement of a search, never prepared (see :func:`_run`)."""
+    return conn.execute(sql, params, prepare=False)
 
 
 def _substring_rows(
@@ -184,6 +252,7 @@ def _substring_rows(
     every: bool,
     session_ids: Sequence[str] | None,
     k: int,
+    indexes: Indexes,
 ) -> list[Any]:
     """The newest ``k`` rows holding every (or any) term as a substring.
 
@@ -194,16 +263,22 @@ def _substring_rows(
     ``k`` of all), then for the older ones.
     """
     if session_ids is not None:
-        count = conn.execute(
-            "SELECT count(*) FROM message_search WHERE session_id = ANY(%s)", (list(session_ids),)
+        count = _exec(
+            conn,
+            "SELECT count(*) FROM message_search WHERE session_id = ANY(%s)",
+            (list(session_ids),),
         ).fetchone()
         indexed = bool(count and int(count[0]) > SESSION_SCAN_ROWS)
         sql = substring_sql(
             q, q.likes(every=every, indexed=indexed), bounded=False, indexed=indexed
         )
         return _run(conn, sql, q, k)
-    top = conn.execute("SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
+    top = _exec(conn, "SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
     hi = int(top[0]) if top else 0
+    if indexes.trigram and all(_PLAIN.fullmatch(t) for t in q.terms):
+        rows = _vocabulary_rows(conn, q, every, k, hi)
+        if rows is not None:
+            return rows
     likes = q.likes(every=every, indexed=True)
     sql = substring_sql(q, likes, bounded=True, indexed=True)
     found: list[Any] = []
@@ -213,6 +288,108 @@ def _substring_rows(
             return found
         hi -= NEWEST_WINDOW
     return found + _run(conn, sql, q, k - len(found), lo=0, hi=hi)
+
+
+def _vocabulary_rows(
+    conn: psycopg.Connection[Any], q: Query, every: bool, k: int, hi: int
+) -> list[Any] | None:
+    """The newest ``k`` rows holding every (or any) term, each a run of letters and digits;
+    None when a term is in too many words to ask the vocabulary.
+
+    First the newest :data:`PROBE_ROWS` rows are read in id order, every one
+    checked (exact, and what a common fragment needs: ``k`` are there); when
+    that finds some but too few, as many older rows again as the rate found
+    says should hold the rest (at most :data:`PROBE_MORE_ROWS`). Then, for the
+    rarer fragments, every row through the vocabulary: a row holds such a term
+    when one of its lexemes does (``search_words`` gives the words holding it
+    through its trigram index, the word index the rows holding those words), or,
+    for the rows whose text the parser does not wholly index
+    (:data:`.migrations.UNPARSED`), when its text does (the partial trigram
+    index). A fragment that is rare over the newest rows is rare over all:
+    reading all its rows costs little.
+    """
+    probe = substring_sql(q, q.likes(every=every, indexed=False), bounded=True, indexed=False)
+    lo = max(0, hi - PROBE_ROWS)
+    found = _run(conn, probe, q, k, lo=lo, hi=hi)
+    if len(found) >= k or lo == 0:
+        return found
+    if found:
+        more = (k - len(found)) * PROBE_ROWS * 2 // len(found)
+        if more <= PROBE_MORE_ROWS:
+            found += _run(conn, probe, q, k - len(found), lo=max(0, lo - more), hi=lo)
+            if len(found) >= k or lo <= more:
+                return found
+            lo -= more
+    # the rows older than those read: when the look found some, first as many as their
+    # rate says hold the rest (three times over), then all the others; when it found
+    # none the fragment is rare, and all its rows are few
+    window = lo
+    if found:
+        window = max(WINDOW_ROWS, (k - len(found)) * (hi - lo) * 3 // len(found))
+    groups: list[list[str]] = []
+    for index in range(len(q.terms)):
+        words = _exec(
+            conn,
+            "SELECT word FROM search_words WHERE word ILIKE %s LIMIT %s",
+            (q.params[f"p{index}"], MAX_WORDS + 1),
+        ).fetchall()
+        if len(words) > MAX_WORDS:
+            return None
+        groups.append([lexeme(str(row[0])) for row in words])
+    rows: dict[int, Any] = {int(row[0]): row for row in found}
+    # one index scan a word (the word index tests a query of many alternatives against
+    # every posting); the estimate of such a query is half the table, so the planner
+    # would read it all rather than the bitmap of the real matches
+    arrays = [g for g in groups if g] if not every else (groups if all(groups) else [])
+    if arrays and not every:
+        arrays = [[w for g in arrays for w in g]]
+    tests = [f"f.tsv @@ ANY(%(w{i})s::text[]::tsquery[])" for i in range(len(arrays))]
+    params = {f"w{i}": group for i, group in enumerate(arrays)}
+    unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.replace('body', 'f.body')})"
+    holds = f"(({' AND '.join(tests)}) OR {unparsed})" if tests else unparsed
+    span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
+    # a bitmap of each index, ANDed with the id range's: only the rows matching both
+    # are read (an index scan would test the words on every row of the range)
+    _exec(
+        conn,
+        "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off"
+        if "m.active" not in q.scope
+        else "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
+        # a nested loop over the newest matches, not a hash of messages
+        "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off",
+    )
+    for low, high in ((max(0, lo - window), lo), (0, max(0, lo - window))):
+        if high > low:
+            for row in _run(conn, newest_sql(q, holds, span), q, k, lo=low, hi=high, **params):
+                rows[int(row[0])] = row
+            if len(rows) >= k:
+                break
+    _exec(conn, "SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = on")
+    return [rows[mid] for mid in sorted(rows, reverse=True)[:k]]
+
+
+def newest_sql(query: Query, *conditions: str) -> str:
+    """The newest ``k`` rows matching ``conditions`` through a bitmap of their index
+    (``message_id + 0`` keeps the planner off a backward id scan, which would test
+    the conditions on every row until ``k`` match).
+
+    The newest ``k`` are taken from ``message_search`` alone and only those are
+    joined to ``messages`` (joining every match first made the planner read all
+    of ``messages``); the active-only condition needs ``messages``, so with it
+    the join stays inside, as a nested loop.
+    """
+    if "m.active" in query.scope:
+        where = query.where(*conditions)
+        sql = _COLUMNS.format(relevance="NULL::float8", where=where)
+        return sql + "ORDER BY f.message_id + 0 DESC LIMIT %(k)s"
+    inner = " AND ".join([*conditions, *query.scope])
+    return (
+        "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
+        "coalesce(m.origin_root, m.id), t.body, NULL::float8 FROM ("
+        f"SELECT f.message_id, f.body FROM message_search f WHERE {inner} "
+        "ORDER BY f.message_id + 0 DESC LIMIT %(k)s) t "
+        "JOIN messages m ON m.id = t.message_id ORDER BY m.id DESC"
+    )
 
 
 def _candidates(rows: list[Any], *, every: bool) -> list[Candidate]:

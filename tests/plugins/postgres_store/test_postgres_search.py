@@ -1,0 +1,209 @@
+"""PostgreSQL search paths: the RUM ranked index and its GIN fallback, the word vocabulary.
+
+Real servers only: the fallback runs in a database of its own where ``rum`` is
+not installed (a non-superuser cannot create it); the vocabulary path is
+compared with the exact substring scan on the same rows, with the probe sizes
+made small so that every stage of it runs on a few hundred rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hermes_hookspecs import Message, NewMessage, NewSession
+from hermes_plugin_postgres_store import PostgresSessionStore
+from hermes_plugin_postgres_store import search as pg_search
+from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
+
+#: rows whose fragments sit where the word parser does and does not put lexemes
+TRICKY = [
+    "the CheckpointsCount went up",
+    'markup <div class="zorblat-panel">body</div> and more',
+    "an entity &zorblatamp; inside",
+    "fetched https://example.org/zorblat/x.json ok",
+    "hyphen-zorblatted words and snake_zorblat_case",
+    "我们的数据库很大 zorblat",
+    "UPPER ZORBLATION here",
+    "plain zorblat",
+    "/srv/zorblat/main.py failed",
+]
+FRAGMENTS = ["orbla", "zorblat", "ckpointsc", "ttps", "div", "amp", "数据库", "ORBLATION", "xyzzy"]
+
+
+@pytest.fixture(scope="module")
+def pg_dsn() -> str:
+    dsn, reason = find_dsn()
+    if dsn is None:
+        if in_ci():
+            pytest.fail(f"PostgreSQL tests must run in CI: {reason}")
+        pytest.skip(reason)
+    return dsn
+
+
+@pytest.fixture
+def schema(pg_dsn: str) -> Iterator[str]:
+    with scratch_schema(pg_dsn) as name:
+        yield name
+
+
+def raw(dsn: str, schema: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{schema}"')
+        cur = conn.execute(query.encode(), params)
+        return list(cur.fetchall()) if cur.description else []
+
+
+def fill(store: PostgresSessionStore, filler: int = 300) -> str:
+    """A session of the tricky rows spread among ``filler`` plain rows."""
+    sid = store.create_session(NewSession(title="search")).id
+    rows = [f"filler line {i} about nothing much" for i in range(filler)]
+    step = max(1, filler // len(TRICKY))
+    for i, text in enumerate(TRICKY):
+        rows.insert(i * step, text)
+    store.append_messages(sid, [NewMessage(message=Message(role="user", content=t)) for t in rows])
+    return sid
+
+
+@pytest.fixture
+def small_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probe sizes for a few hundred rows, so the vocabulary stage runs."""
+    monkeypatch.setattr(pg_search, "PROBE_ROWS", 20)
+    monkeypatch.setattr(pg_search, "PROBE_MORE_ROWS", 40)
+    monkeypatch.setattr(pg_search, "WINDOW_ROWS", 50)
+
+
+def run(
+    store: PostgresSessionStore, query: str, indexes: pg_search.Indexes, **kw: Any
+) -> list[int]:
+    with store._tx() as conn:  # the store's own connection and search_path
+        hits = pg_search.search(
+            conn,
+            query,
+            session_ids=kw.get("session_ids"),
+            include_compacted=kw.get("include_compacted", True),
+            limit=kw.get("limit", 20),
+            indexes=indexes,
+        )
+    return [h.message_id for h in hits]
+
+
+def test_vocabulary_holds_every_lexeme_written(pg_dsn: str, schema: str) -> None:
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=5)
+    words = {r[0] for r in raw(pg_dsn, schema, "SELECT word FROM search_words")}
+    lexemes = {
+        r[0]
+        for r in raw(
+            pg_dsn, schema, "SELECT DISTINCT unnest(tsvector_to_array(tsv)) FROM message_search"
+        )
+    }
+    assert lexemes and words == lexemes
+    assert {"checkpointscount", "zorblation", "/srv/zorblat/main.py", "我们的数据库很大"} <= words
+
+
+def test_migration_0008_fills_the_vocabulary_of_an_existing_database(
+    pg_dsn: str, schema: str, small_probe: None
+) -> None:
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        sid = fill(store)
+        wanted = run(store, "orbla", pg_search.Indexes(trigram=False))
+    # what the previous version left: no vocabulary, no trigger, no migration record
+    raw(pg_dsn, schema, "DROP TABLE search_words CASCADE")
+    raw(pg_dsn, schema, "DROP FUNCTION search_words_add() CASCADE")
+    raw(pg_dsn, schema, "DELETE FROM schema_migrations WHERE name = '0008_search_words'")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert raw(pg_dsn, schema, "SELECT count(*) FROM search_words")[0][0] > 300
+        assert run(store, "orbla", pg_search.Indexes(trigram=True)) == wanted
+        store.append_messages(sid, [NewMessage(message=Message(role="user", content="quuxorblaz"))])
+    assert raw(pg_dsn, schema, "SELECT word FROM search_words WHERE word = 'quuxorblaz'")
+
+
+@pytest.mark.parametrize("include_compacted", [True, False])
+def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
+    pg_dsn: str, schema: str, small_probe: None, include_compacted: bool
+) -> None:
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store)
+        fast = pg_search.Indexes(trigram=True, rum=store.ranked_index)
+        exact = pg_search.Indexes(trigram=False, rum=False)
+        for fragment in [*FRAGMENTS, "orbla zorblat", "orbla xyzzy", "div orbla"]:
+            for limit in (1, 3, 20):
+                kw = {"limit": limit, "include_compacted": include_compacted}
+                assert run(store, fragment, fast, **kw) == run(store, fragment, exact, **kw), (
+                    fragment,
+                    limit,
+                )
+        # the rows the parser does not index as words are found too
+        texts = {h.message_id: h.snippet for h in store.search("orbla", limit=20)}
+        assert len(texts) == len([t for t in TRICKY if "orbla" in t.lower()])
+
+
+@pytest.fixture
+def plain_database(pg_dsn: str) -> Iterator[str]:
+    """A database of its own, made by the test role: ``rum`` is not installed in it
+    (it is not a trusted extension), ``pg_trgm`` is (trusted)."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    name = f"hermes_norum_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(pg_dsn, dbname=name)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_without_rum_search_ranks_through_gin_and_agrees(pg_dsn: str, plain_database: str) -> None:
+    queries = ["zorblat", "filler nothing", "line 7", "orbla", "filler zorblat", "ZORBLATION"]
+    with PostgresSessionStore(plain_database, schema="hermes") as store:
+        assert store.ranked_index is False
+        assert "rum" in store.describe()["search"] and store.substring_index
+        fill(store, filler=60)
+        without = {q: [(h.snippet, h.score) for h in store.search(q, limit=5)] for q in queries}
+    with scratch_schema(pg_dsn) as schema, PostgresSessionStore(pg_dsn, schema=schema) as store:
+        if not store.ranked_index:
+            pytest.skip(f"rum is not installed on this server: {store.describe()['search']}")
+        fill(store, filler=60)
+        with_rum = {q: [(h.snippet, h.score) for h in store.search(q, limit=5)] for q in queries}
+    # fewer matches than the RUM pool: the same rows, in the same order, with the same scores
+    assert without == with_rum
+    assert all(without.values())
+
+
+def test_rum_ranks_in_ci(pg_dsn: str, schema: str) -> None:
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        info = store.describe()
+        assert isinstance(info["ranked_index"], bool)
+        if in_ci():  # .ci/start-postgres.sh installs and creates rum
+            assert info["ranked_index"], info["search"]
+        if info["ranked_index"]:
+            indexes = raw(
+                pg_dsn,
+                schema,
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'message_search_rum' "
+                "AND schemaname = current_schema()",
+            )
+            assert indexes and "USING rum" in indexes[0][0]
+
+
+def test_search_leaves_no_prepared_statement(pg_dsn: str, schema: str) -> None:
+    """psycopg prepares a query run five times; the server may then keep a generic plan,
+    blind to the words and id ranges of the next query (at 10^6 messages: substring p95
+    125 ms instead of 26). Search never prepares."""
+    with PostgresSessionStore(pg_dsn, schema=schema, min_size=1, max_size=1) as store:
+        fill(store, filler=30)
+        for _ in range(8):
+            for query in ("zorblat", "orbla", "filler nothing", "orbla zorblat"):
+                store.search(query, limit=3)
+                store.search(query, limit=3, include_compacted=False)
+        with store._conn() as conn:
+            prepared = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+    assert prepared == []
