@@ -357,7 +357,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 6
+VERSION = 7
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -431,11 +431,14 @@ def message_facts(message: Message) -> dict[str, Any]:
 
 
 def assent_only(text: str) -> bool:
-    """A short reply made only of assent and hand-back words (``yes``, ``go on``, ``do 1``)."""
+    """A short reply made only of assent and hand-back words (``yes``, ``go on``).
+
+    A reply naming one of the options offered (``do 2``, ``yes, 1 and 3``) is a
+    choice, not an assent: which option was taken is a fact of its own.
+    """
     if len(text) >= SHORT_REQUEST_CHARS:
         return False
-    words = _WORD.findall(text.lower())
-    return all(w in _ASSENT or w.isdigit() for w in words)
+    return all(w in _ASSENT for w in _WORD.findall(text.lower()))
 
 
 #: harness notices that carry the result of work done outside the turn (Claude Code's

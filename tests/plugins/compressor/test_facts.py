@@ -254,11 +254,12 @@ def test_a_reply_that_only_assents_is_no_fact_but_a_short_request_is() -> None:
         Message(role="user", content="yes, do that"),
         Message(role="assistant", content="Added the test in sync_test.go."),
         Message(role="user", content="ok, now continue"),
-        Message(role="user", content="yeah do 1"),
+        Message(role="user", content="yeah do 2"),
         Message(role="user", content="use postgres"),
     ]
     requests = [f.text for f in extract_facts(messages, [1, 2, 3, 4, 5, 6]) if f.kind == "request"]
-    assert requests == ["use postgres"]
+    # a reply naming one of the options offered is a choice, kept in the user's words
+    assert requests == ["yeah do 2", "use postgres"]
     # the answer before the assent closed a turn and carries its meaning
     closing = [f for f in extract_facts(messages, [1, 2, 3, 4, 5, 6]) if f.message_id == 1]
     assert closing and closing[0].kind == "answer"
