@@ -590,6 +590,8 @@ def priority(fact: HandoffFact) -> float:
 
 
 _DIGITS = re.compile(r"\d+")
+#: an outcome saying a run passed (its numbers are timings and counts, not the result)
+_PASSING = re.compile(r"(?i)(?:^|\W)(?:ok|pass(?:ed)?|succe(?:ss|ssful|eded)|\d+ passed)(?:\W|$)")
 _FROM = re.compile(r" \(from [^()]*(?:\([^()]*\)[^()]*)*\)$")
 
 
@@ -598,14 +600,17 @@ def shape(fact: HandoffFact) -> str:
 
     A failure that recurs over reruns prints the same line with other ports,
     line numbers and timings, and from other commands; the newest copy stands
-    for all of them. So does a command run again with the same outcome but for
-    its numbers (a test run passing again in another time): the same command,
-    exactly, and its outcome without numbers.
+    for all of them. So does a command run again that passes again but for its
+    numbers (a test run passing in another time): the same command, exactly,
+    and its passing outcome without numbers. Any other outcome keeps its
+    numbers: ``cat VERSION → 1.2.3`` and a later ``→ 1.3.0`` are two facts.
     """
     key = fact.text.strip()
     if fact.kind == "command" and " → " in key:
         subject, outcome = key.split(" → ", 1)
-        return f"{subject} → {_DIGITS.sub('#', outcome)}"
+        if _PASSING.search(outcome):
+            return f"{subject} → {_DIGITS.sub('#', outcome)}"
+        return key
     if fact.kind != "error":
         return key
     return _DIGITS.sub("#", _FROM.sub("", key))

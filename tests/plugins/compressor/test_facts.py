@@ -372,8 +372,12 @@ def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_resul
         Message(role="tool", tool_call_id="c2", content="ok  github.com/x/cli 73.996s"),
         bash("c3", "sed -n '1,260p' README.md"),
         Message(role="tool", tool_call_id="c3", content=readme),
+        bash("v1", "cat VERSION"),
+        Message(role="tool", tool_call_id="v1", content="1.2.3"),
+        bash("v2", "cat VERSION"),
+        Message(role="tool", tool_call_id="v2", content="1.3.0"),
     ]
-    facts = extract_facts(messages, list(range(1, 11)))
+    facts = extract_facts(messages, list(range(1, 15)))
     chosen = [f.text for f in select_facts(facts, 10_000)]
     # the same poll passing again: the newest copy stands for both
     assert [t for t in chosen if t.startswith("write_stdin")] == [
@@ -381,6 +385,11 @@ def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_resul
     ]
     # two different commands: both kept, with their own timings
     assert any("71.643s" in t for t in chosen) and any("73.996s" in t for t in chosen)
+    # the same command with another outcome (not a pass): both values are facts
+    assert [t for t in chosen if "VERSION" in t] == [
+        "Bash: cat VERSION → 1.2.3",
+        "Bash: cat VERSION → 1.3.0",
+    ]
     # a file the shell printed: "created" in its text is no result of the command
     [view] = [f for f in facts if f.text.startswith("Bash: sed -n")]
     [run] = [f for f in facts if "71.643s" in f.text]
