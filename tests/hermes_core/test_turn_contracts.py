@@ -226,22 +226,34 @@ def test_a_turn_compressed_mid_way_then_aborted_stores_nothing_of_itself(
     assert texts.count("long task") == 1
 
 
+def _send_mid_turn_view(turn: Any, threshold: int) -> Any:
+    """A turn's first request, a tool round past the threshold, then the mid-turn view."""
+    turn.prepare("long task")
+    turn.record_response(
+        {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
+        usage(threshold + 100),
+    )
+    turn.add_tool_result("c1", "output")
+    view = turn.prepare()
+    assert view.compressed
+    return view
+
+
+def _after_three_steps(hermes: Any) -> tuple[Any, int]:
+    """A new session with three turns behind it, and its compression threshold."""
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    return session, hermes.threshold(session.model).threshold_tokens
+
+
 def test_commit_after_a_mid_turn_compression_stores_the_whole_turn(
     tmp_path: Path, host: HostFactory
 ) -> None:
     hermes = host(KeepLastPlugin(), compression={"engine": "keep-last"})
-    session = hermes.new_session(cwd=".")
-    for i in range(3):
-        chat(session, f"step {i}")
-    threshold = hermes.threshold(session.model).threshold_tokens
+    session, threshold = _after_three_steps(hermes)
     with session.turn() as turn:
-        turn.prepare("long task")
-        turn.record_response(
-            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
-            usage(threshold + 100),
-        )
-        turn.add_tool_result("c1", "output")
-        assert turn.prepare().compressed
+        _send_mid_turn_view(turn, threshold)
         turn.record_response({"role": "assistant", "content": "done"})
         stored = turn.commit()
     assert [m.message.role for m in stored] == ["user", "assistant", "tool", "assistant"]
@@ -279,14 +291,7 @@ class SummarizeAllButLastPlugin:
 def _turn_compressed_mid_way(session: Any, threshold: int, rest: str) -> list[dict[str, Any]]:
     """A turn whose second request is a mid-turn view, then ``rest``; the view's messages."""
     with session.turn() as turn:
-        turn.prepare("long task")
-        turn.record_response(
-            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
-            usage(threshold + 100),
-        )
-        turn.add_tool_result("c1", "output")
-        view = turn.prepare()
-        assert view.compressed
+        view = _send_mid_turn_view(turn, threshold)
         turn.record_response({"role": "assistant", "content": rest}, usage(100))
         turn.commit()
     messages: list[dict[str, Any]] = view.messages
@@ -297,10 +302,7 @@ def test_commit_writes_the_mid_turn_view_so_the_next_request_keeps_its_prefix(
     tmp_path: Path, host: HostFactory
 ) -> None:
     hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
-    session = hermes.new_session(cwd=".")
-    for i in range(3):
-        chat(session, f"step {i}")
-    threshold = hermes.threshold(session.model).threshold_tokens
+    session, threshold = _after_three_steps(hermes)
     view = _turn_compressed_mid_way(session, threshold, "done")
     # the engine planned the view over 6 stored rows and the turn's first 3 messages; its
     # summary quotes the turn's user message, not stored yet, by its draft id
@@ -324,10 +326,7 @@ def test_commit_compresses_the_whole_turn_when_its_rest_outgrew_the_view(
     tmp_path: Path, host: HostFactory
 ) -> None:
     hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
-    session = hermes.new_session(cwd=".")
-    for i in range(3):
-        chat(session, f"step {i}")
-    threshold = hermes.threshold(session.model).threshold_tokens
+    session, threshold = _after_three_steps(hermes)
     # the rest of the turn alone takes most of the threshold: keeping the view would
     # leave no room, so commit compresses everything (the rest included)
     _turn_compressed_mid_way(session, threshold, "word " * int(threshold * 0.6))
@@ -366,10 +365,7 @@ def test_commit_writes_the_mid_turn_view_without_asking_the_engine_again(
             register(engine)
 
     hermes = host(Plugin(), compression={"engine": "summarize-differently"})
-    session = hermes.new_session(cwd=".")
-    for i in range(3):
-        chat(session, f"step {i}")
-    threshold = hermes.threshold(session.model).threshold_tokens
+    session, threshold = _after_three_steps(hermes)
     view = _turn_compressed_mid_way(session, threshold, "done")
     assert engine.calls == 1
     assert view[1]["content"].endswith("(call 1)")
@@ -385,18 +381,9 @@ def test_commit_does_not_replan_a_view_over_history_compressed_during_the_turn(
     """A manual compression after the mid-turn view replaces the history it was planned
     over: commit then compresses what is there now, never the archived rows again."""
     hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
-    session = hermes.new_session(cwd=".")
-    for i in range(3):
-        chat(session, f"step {i}")
-    threshold = hermes.threshold(session.model).threshold_tokens
+    session, threshold = _after_three_steps(hermes)
     with session.turn() as turn:
-        turn.prepare("long task")
-        turn.record_response(
-            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
-            usage(threshold + 100),
-        )
-        turn.add_tool_result("c1", "output")
-        assert turn.prepare().compressed
+        _send_mid_turn_view(turn, threshold)
         assert turn.compress(manual=True).status == "compressed"
         kept = {row.id for row in session.active_messages()}
         archived = {row.id for row in hermes.store().all_messages(session.id)} - kept
