@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from hermes_hookspecs import HandoffFact, Message
@@ -58,7 +60,11 @@ CLOSING_BOOST = 2.0
 MAX_FROM_CHARS = 80
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
+#: a sentence: a run of text up to an end mark followed by a blank (or up to the line's
+#: end); only a run as a whole matches, so a match starts where a run starts (the
+#: lookbehind) and never gives back characters (``++``): without both, a long run that
+#: is no sentence (``see file.py``) is retried from each of its characters
+_SENTENCE = re.compile(r"(?<![^.!?\n])[^.!?\n]++(?:[.!?](?=\s|$)|$)", re.MULTILINE)
 _CONSTRAINT = re.compile(
     r"\b(?:must|never|don't|do not|always|only|should not|shouldn't|avoid|without|make sure|"
     r"required?|instead of|no need|keep)\b",
@@ -260,10 +266,42 @@ def edited_file(name: str, arguments: str) -> str | None:
     return None
 
 
-def _scan_region(text: str) -> list[str]:
+def _scan_region(text: str) -> str:
+    """The part of a tool output that is scanned: all of it, or its start and end."""
     if len(text) <= 2 * SCAN_CHARS:
-        return text.splitlines()
-    return (text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]).splitlines()
+        return text
+    return text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
+
+
+#: a literal that every match of :data:`_ERROR_LINE`, :data:`_RESULT_LINE` (but for
+#: its line-start branches) or :data:`_ECHO_LINE` contains: a line without one of
+#: these, a digit before ``s`` or ``: `` (:data:`_LOCATED_LINE`, durations) or a
+#: line start of :data:`_LINE_START` is none of them, so it is not searched line
+#: by line. Keep it a superset when those patterns change (the tests compare the
+#: scan with a line-by-line one).
+_CANDIDATE = re.compile(
+    r"rror|ERROR|fail|FAIL|fatal|panic|Traceback|Exception|not found|No such file|"
+    r"ermission denied|refused|cannot|undefined|want|expected |has not been|mismatch|"
+    r" passed| test|exit |Exit code|Success|succeeded|created|written|updated|committed|"
+    r"merged|pushed|\$ "
+)
+_CANDIDATE_DIGIT = re.compile(r"\d(?:s|: )")
+#: the characters :meth:`str.splitlines` ends a line at
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+#: the line-start branches of :data:`_RESULT_LINE` (``ok``, ``PASS``, ``--- ``, ``[``)
+_RESULT_STARTS = ("ok", "PASS", "---", "[")
+_LINE_START = re.compile(f"[{_LINE_BREAKS}](?:ok|PASS|---|\\[)")
+
+
+def _candidate_lines(region: str, starts: list[int]) -> list[int]:
+    """Indexes (into ``region.splitlines()``, whose offsets are ``starts``) of the lines
+    that may hold an error, result or echo line: every other line holds none."""
+    hits = [m.start() for m in _CANDIDATE.finditer(region)]
+    hits += [m.start() for m in _CANDIDATE_DIGIT.finditer(region)]
+    hits += [m.start() + 1 for m in _LINE_START.finditer(region)]
+    if region.startswith(_RESULT_STARTS):
+        hits.append(0)
+    return sorted({bisect_right(starts, hit) - 1 for hit in hits})
 
 
 #: an execution envelope around a command's output (Codex ``exec_command``:
@@ -291,6 +329,13 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
     return text[match.end() :], int(code) if code is not None else None
 
 
+def _failed(text: str) -> bool:
+    """Whether ``text`` reports a failure (:data:`_FAILED_RUN`)."""
+    if "FAIL" not in text and "failed" not in text and "error" not in text:
+        return False
+    return _FAILED_RUN.search(text) is not None
+
+
 def _outcome(text: str) -> tuple[str, list[str], float]:
     """A tool output's outcome, its error lines, and how telling the outcome is (a boost).
 
@@ -301,15 +346,20 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     text = text.strip()
     if not text:
         return "(no output)", [], 0.0
-    lines = [line for line in _scan_region(text) if line.strip()]
+    region = _scan_region(text)
+    every = region.splitlines()
+    lines = [line for line in every if line.strip()]
     errors: list[str] = []
     results: list[str] = []
     listing = sum(1 for line in lines[:20] if _LISTING.match(line)) > len(lines[:20]) // 2
     if listing:  # a file's text: its lines are code, not errors or results
         return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
-    failed = bool(_FAILED_RUN.search(text[:SCAN_CHARS]) or _FAILED_RUN.search(text[-SCAN_CHARS:]))
+    failed = _failed(text[:SCAN_CHARS]) or _failed(text[-SCAN_CHARS:])
+    # the line-by-line tests below, on the only lines that can pass one of them
+    starts = list(accumulate((len(line) for line in region.splitlines(keepends=True)), initial=0))
     echo = ""
-    for raw in lines:
+    for index in _candidate_lines(region, starts):
+        raw = every[index]
         if (
             len(errors) < MAX_ERRORS_PER_OUTPUT
             and len(raw.strip()) >= MIN_ERROR_CHARS
