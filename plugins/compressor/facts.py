@@ -138,7 +138,12 @@ _ECHO_LINE = re.compile(r"^\s*(?:\[[\w:./-]+\]\s*)?\$ \S")
 #: a ``file:line: message`` line (a test assertion, a compiler diagnostic) ...
 _LOCATED_LINE = re.compile(r"^\s*[\w./-]+\.\w+:\d+(?::\d+)?: \S")
 #: ... is an error line of an output that reports a failure
-_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
+#: (``^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b``, each branch opening with its
+#: word and checking what precedes it after, so the search skips to the words fast)
+_FAILED_RUN = re.compile(
+    r"failed(?<!\wfailed)\b|error(?<!\werror)\b|FAIL(?:(?<=^FAIL)|(?<=^--- FAIL))(?:ED)?\b",
+    re.MULTILINE,
+)
 #: a line of a file listing (``  12→code``, ``12\tcode``): code, not an outcome
 _LISTING = re.compile(r"^\s*\d+(?:→|\t)")
 _HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
@@ -329,13 +334,6 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
     return text[match.end() :], int(code) if code is not None else None
 
 
-def _failed(text: str) -> bool:
-    """Whether ``text`` reports a failure (:data:`_FAILED_RUN`)."""
-    if "FAIL" not in text and "failed" not in text and "error" not in text:
-        return False
-    return _FAILED_RUN.search(text) is not None
-
-
 def _outcome(text: str) -> tuple[str, list[str], float]:
     """A tool output's outcome, its error lines, and how telling the outcome is (a boost).
 
@@ -354,7 +352,7 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     listing = sum(1 for line in lines[:20] if _LISTING.match(line)) > len(lines[:20]) // 2
     if listing:  # a file's text: its lines are code, not errors or results
         return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
-    failed = _failed(text[:SCAN_CHARS]) or _failed(text[-SCAN_CHARS:])
+    failed = bool(_FAILED_RUN.search(text[:SCAN_CHARS]) or _FAILED_RUN.search(text[-SCAN_CHARS:]))
     # the line-by-line tests below, on the only lines that can pass one of them
     starts = list(accumulate((len(line) for line in region.splitlines(keepends=True)), initial=0))
     echo = ""
