@@ -32,6 +32,18 @@ SESSIONS = (
 
 REFERENCE_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
 REFERENCE_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
+REFERENCE_ERROR_LINE = re.compile(
+    r"(?:\berror\b|\bError\b|ERROR|\bfailed\b|\bFAIL(?:ED)?\b|\bfatal\b|\bpanic\b|Traceback|"
+    r"Exception\b|not found|No such file|[Pp]ermission denied|refused|\bcannot\b|"
+    r"\bundefined\b|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b|, want \S|expected .* (?:got|but)|"
+    r"has not been|mismatch)"
+)
+REFERENCE_RESULT_LINE = re.compile(
+    r"(?:^ok\s|^PASS\b|^FAIL\b|^---\s(?:PASS|FAIL)|\b\d+ (?:passed|failed|tests?)\b|"
+    r"\b\d+(?:\.\d+)?s\b|exit (?:code|status)|Exit code|\bSuccess|\bsucceeded\b|\bcreated\b|"
+    r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b|"
+    r"^\[[\w./-]+ (?:\(root-commit\) )?[0-9a-f]{7,40}\] )"
+)
 
 
 def reference_outcome(text: str) -> tuple[str, list[str], float]:
@@ -54,13 +66,13 @@ def reference_outcome(text: str) -> tuple[str, list[str], float]:
         if (
             len(errors) < facts.MAX_ERRORS_PER_OUTPUT
             and len(raw.strip()) >= facts.MIN_ERROR_CHARS
-            and (facts._ERROR_LINE.search(raw) or (failed and facts._LOCATED_LINE.match(raw)))
+            and (REFERENCE_ERROR_LINE.search(raw) or (failed and facts._LOCATED_LINE.match(raw)))
             and not facts._CODE_LINE.search(raw)
         ):
             line = facts._line(raw)
             if line not in errors:
                 errors.append(line)
-        elif len(results) < 2 and facts._RESULT_LINE.search(raw):
+        elif len(results) < 2 and REFERENCE_RESULT_LINE.search(raw):
             results.append(facts._line(raw))
         elif not echo and facts._ECHO_LINE.match(raw):
             echo = facts._line(raw)
@@ -185,6 +197,9 @@ _TEXT = st.lists(st.sampled_from(_PIECES), max_size=60).map("".join)
 def test_outcome_equals_the_line_by_line_definition(text: str) -> None:
     assert facts._outcome(text) == reference_outcome(text)
     assert bool(facts._FAILED_RUN.search(text)) == bool(REFERENCE_FAILED_RUN.search(text))
+    for line in text.splitlines():
+        assert bool(facts._ERROR_LINE.search(line)) == bool(REFERENCE_ERROR_LINE.search(line))
+        assert facts._result_line(line) == bool(REFERENCE_RESULT_LINE.search(line))
 
 
 @settings(max_examples=400, deadline=None)
