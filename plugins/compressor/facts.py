@@ -172,7 +172,9 @@ _FAILED_RUN = re.compile(
 )
 #: a line of a file listing (``  12→code``, ``12\tcode``): code, not an outcome
 _LISTING = re.compile(r"^\s*\d+(?:→|\t)")
-_HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
+#: 12-64 hex digits as a word (``\b[0-9a-f]{12,64}\b``; the first digit comes before
+#: the check of what precedes it, so the search skips to hex digits)
+_HEXISH = re.compile(r"[0-9a-f](?<!\w[0-9a-f])[0-9a-f]{11,63}\b")
 _GREP_PREFIX = re.compile(r"^(\S+?)-(\d+)-")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: tool-call argument keys that say what a call did, in order of preference

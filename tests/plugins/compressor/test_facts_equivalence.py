@@ -32,6 +32,7 @@ SESSIONS = (
 
 REFERENCE_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
 REFERENCE_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
+REFERENCE_HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
 REFERENCE_ERROR_LINE = re.compile(
     r"(?:\berror\b|\bError\b|ERROR|\bfailed\b|\bFAIL(?:ED)?\b|\bfatal\b|\bpanic\b|Traceback|"
     r"Exception\b|not found|No such file|[Pp]ermission denied|refused|\bcannot\b|"
@@ -85,7 +86,7 @@ def reference_outcome(text: str) -> tuple[str, list[str], float]:
             errors if len(lines) > 1 else [],
             max(boost, 1.0),
         )
-    hexes = [h for h in dict.fromkeys(facts._HEXISH.findall(text[:scan]))][:2]
+    hexes = [h for h in dict.fromkeys(REFERENCE_HEXISH.findall(text[:scan]))][:2]
     parts = results or [facts._line(lines[0])]
     if hexes and not any(h in " ".join(parts) for h in hexes):
         parts.append("ids " + ", ".join(hexes))
@@ -169,6 +170,8 @@ _PIECES = [
     ";",
     "// ",
     "deadbeefcafe1234",
+    "0123456789abcdef0123",
+    "g",
     "\n",
     "\n\n",
     "\r",
@@ -197,6 +200,7 @@ _TEXT = st.lists(st.sampled_from(_PIECES), max_size=60).map("".join)
 def test_outcome_equals_the_line_by_line_definition(text: str) -> None:
     assert facts._outcome(text) == reference_outcome(text)
     assert bool(facts._FAILED_RUN.search(text)) == bool(REFERENCE_FAILED_RUN.search(text))
+    assert facts._HEXISH.findall(text) == REFERENCE_HEXISH.findall(text)
     for line in text.splitlines():
         assert bool(facts._ERROR_LINE.search(line)) == bool(REFERENCE_ERROR_LINE.search(line))
         assert facts._result_line(line) == bool(REFERENCE_RESULT_LINE.search(line))
