@@ -76,20 +76,38 @@ _DECISION = re.compile(
     r"going with|dropp?ing|removing|remove|don't know|we don't|not needed|unnecessary)\b",
     re.IGNORECASE,
 )
-#: a line that reports an error: ``error``, ``Error``, ``failed``, ``FAIL``/``FAILED``,
-#: ``fatal``, ``panic``, ``cannot``, ``undefined`` as words, ``ERROR``, ``Traceback``,
-#: ``Exception``, ``not found``, ``No such file``, ``[Pp]ermission denied``, ``refused``,
-#: ``want`` ... ``got`` (either order), ``, want X``, ``expected ... got|but``, ``has not
-#: been``, ``mismatch``. Only whether a line matches is used; every branch opens with its
+#: a line that reports an error (:func:`_error_line`) holds ``error``, ``Error``, ``failed``,
+#: ``FAIL``/``FAILED``, ``fatal``, ``panic``, ``cannot``, ``undefined`` as words, ``ERROR``,
+#: ``Traceback``, ``Exception``, ``not found``, ``No such file``, ``[Pp]ermission denied``,
+#: ``refused``, ``, want X``, ``has not been`` or ``mismatch``. Every branch opens with its
 #: word (a word's start is checked after it, ``(?<!\w...)``), so a search skips to the
-#: words instead of trying each branch at every character (ten times faster)
+#: words instead of trying each branch at every character (ten times faster) ...
 _ERROR_LINE = re.compile(
     r"error(?<!\werror)\b|Error(?<!\wError)\b|ERROR|failed(?<!\wfailed)\b|"
     r"FAIL(?<!\wFAIL)(?:ED)?\b|fatal(?<!\wfatal)\b|panic(?<!\wpanic)\b|Traceback|Exception\b|"
     r"not found|No such file|Permission denied|permission denied|refused|"
-    r"cannot(?<!\wcannot)\b|undefined(?<!\wundefined)\b|want(?<!\wwant)\b.*\bgot\b|"
-    r"got(?<!\wgot)\b.*\bwant\b|, want \S|expected .* (?:got|but)|has not been|mismatch"
+    r"cannot(?<!\wcannot)\b|undefined(?<!\wundefined)\b|, want \S|has not been|mismatch"
 )
+#: ... or the words ``want`` and ``got`` in either order, or ``expected `` and later
+#: `` got`` or `` but`` (found one after the other: as ``want.*got`` in one pattern, a
+#: line of many ``want`` and no ``got`` cost its length for each ``want``)
+_WANT = re.compile(r"want(?<!\wwant)\b")
+_GOT = re.compile(r"got(?<!\wgot)\b")
+_GOT_OR_BUT = re.compile(r" (?:got|but)")
+
+
+def _error_line(line: str) -> bool:
+    """Whether ``line`` reports an error (see :data:`_ERROR_LINE`); linear in its length."""
+    if _ERROR_LINE.search(line):
+        return True
+    for first, then in ((_WANT, _GOT), (_GOT, _WANT)):
+        found = first.search(line)
+        if found is not None and then.search(line, found.end()):
+            return True
+    expected = line.find("expected ")
+    return expected >= 0 and _GOT_OR_BUT.search(line, expected + 9) is not None
+
+
 #: tools whose output is what they found or read, not what happened: no error lines
 _LOOKUP_TOOLS = re.compile(r"(?i)read|grep|glob|search|find|list|view|fetch|task|agent|todo")
 #: a shell command that shows what is there (a file's text, a search, a listing,
@@ -306,7 +324,7 @@ def _scan_region(text: str) -> str:
     return text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
 
 
-#: a literal that every match of :data:`_ERROR_LINE`, :func:`_result_line` (but for
+#: a literal that every match of :func:`_error_line`, :func:`_result_line` (but for
 #: its line-start branches) or :data:`_ECHO_LINE` contains: a line without one of
 #: these, a digit before ``s`` or ``: `` (:data:`_LOCATED_LINE`, durations) or a
 #: line start of :data:`_LINE_START` is none of them, so it is not searched line
@@ -389,7 +407,7 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
         if (
             len(errors) < MAX_ERRORS_PER_OUTPUT
             and len(raw.strip()) >= MIN_ERROR_CHARS
-            and (_ERROR_LINE.search(raw) or (failed and _LOCATED_LINE.match(raw)))
+            and (_error_line(raw) or (failed and _LOCATED_LINE.match(raw)))
             and not _CODE_LINE.search(raw)
         ):
             line = _line(raw)
