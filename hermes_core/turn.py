@@ -401,14 +401,18 @@ class Turn:
 
         Commit writes the view the turn was sent on (so the next request keeps its
         prefix) when the engine can plan it again from the same rows (the turn's
-        first view, planned over the stored history), every message the view covered
-        is still where it was, and with the rest of the turn after it the view takes
+        first view, planned over the stored history, and that history is still the
+        active view: no compression ran during the turn), every message the view
+        covered is still where it was, and with the rest of the turn after it the view takes
         at most :data:`REUSE_SHARE` of the threshold: else a full compression buys
         more room.
         """
         view, rows = self.draft.view, self._draft_rows
         if view is None or rows is None:
             return None
+        stored = [row.id for row in rows if row.id > 0]
+        if stored != [row.id for row in self.session.view.rows]:
+            return None  # the history changed under the view (a compression during the turn)
         where = {id(m.message): i for i, m in enumerate(self.draft.pending)}
         covered: dict[int, int] = {}
         for row in rows:
