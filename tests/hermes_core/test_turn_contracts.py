@@ -335,6 +335,50 @@ def test_commit_compresses_the_whole_turn_when_its_rest_outgrew_the_view(
     assert active[0].startswith("summary of 10: ")
 
 
+class SummarizeDifferently(SummarizeAllButLast):
+    """Like a model's summary: another text on every call; counts its calls."""
+
+    name = "summarize-differently"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        self.calls += 1
+        result = super().compress(request)
+        summary = result.messages[0].message
+        result.messages[0] = NewMessage(
+            message=summary.model_copy(update={"content": f"{summary.text()} (call {self.calls})"})
+        )
+        return result
+
+
+def test_commit_writes_the_mid_turn_view_without_asking_the_engine_again(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    """A model would summarise the same rows in other words: commit writes the view the
+    turn was sent on, so the prefix holds and no second summary is paid for."""
+    engine = SummarizeDifferently()
+
+    class Plugin:
+        @hookimpl
+        def register_context_engines(self, register):  # type: ignore[no-untyped-def]
+            register(engine)
+
+    hermes = host(Plugin(), compression={"engine": "summarize-differently"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    view = _turn_compressed_mid_way(session, threshold, "done")
+    assert engine.calls == 1
+    assert view[1]["content"].endswith("(call 1)")
+    texts = [row.message.text() for row in session.active_messages()]
+    assert texts == [view[1]["content"], "", "output", "done"]
+    chat(session, "next")
+    assert hermes.store().prefix_entries(session.id)[-1].break_reason is None
+
+
 def test_commit_does_not_replan_a_view_over_history_compressed_during_the_turn(
     tmp_path: Path, host: HostFactory
 ) -> None:
