@@ -5,9 +5,13 @@ mechanical work is compared):
 
 1. ``compress()`` CPU time on a ~60K-token real session (the OpenHands django
    transcript) and a ~250K-token one (real transcripts concatenated with the
-   project's importers), median of ``--runs``. Ours is timed twice: with the
-   stored per-message token counts the session store keeps (the normal case)
-   and with every message counted inside ``compress`` (cold).
+   project's importers), median of ``--runs``. Ours is timed three ways: on
+   rows carrying what the turn runtime records with each message, its token
+   count and its ``annotate_message`` results (the handoff facts and the lean
+   tail's identifiers: the normal case, see :func:`record`); with the token
+   counts only; and cold, everything counted and extracted inside
+   ``compress``. The recording cost, paid once per message when it is
+   recorded, is printed beside them.
 2. Identifiers kept versus active size after replaying the django transcript
    with a small window so compression fires several times: of the identifiers
    (``hermes_core.identifiers``: paths, SHAs, issue numbers, URLs, branches,
@@ -52,8 +56,10 @@ from hermes_hookspecs import (
     TailStrategy,
 )
 from hermes_plugin_compressor import ContextCompressor
+from hermes_plugin_compressor.facts import annotation as facts_annotation
 from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
 from hermes_plugin_tail_lean import LeanTail
+from hermes_plugin_tail_lean.annotations import annotation as identifiers_annotation
 from hermes_plugin_tail_legacy import LegacyTail
 from hermes_plugin_tiktoken_counter.counter import TiktokenCounter
 
@@ -186,6 +192,12 @@ def stored(
     ]
 
 
+def record(message: Message) -> dict[str, Any]:
+    """What ``Hermes.annotate`` records for ``message`` with the default plugins (the
+    ``compressor`` engine's facts and the lean tail's identifiers), without a host."""
+    return {**(facts_annotation(message) or {}), **identifiers_annotation(message)}
+
+
 def settings_for(context_length: int, tail: str) -> CompressionSettings:
     settings = Settings()
     threshold = effective_threshold(settings, model=MODEL, context_length=context_length)
@@ -204,9 +216,13 @@ def time_ours(
     tail: str,
     runs: int,
     counted: bool,
+    annotated: bool = False,
 ) -> dict[str, Any]:
+    """``counted``: rows carry their token counts; ``annotated``: and their annotations."""
     system, body = messages[0], messages[1:]
-    rows = stored(body, host, counted)
+    start = time.process_time()
+    rows = stored(body, host, counted, record if annotated else None)
+    record_cpu = time.process_time() - start
     settings = settings_for(context_length, tail)
     cpus: list[float] = []
     result: CompressionResult | None = None
@@ -229,6 +245,9 @@ def time_ours(
     return {
         "tail": tail,
         "stored_token_counts": counted,
+        "stored_annotations": annotated,
+        "record_cpu_s": record_cpu if counted else 0.0,
+        "record_messages": len(body),
         "cpu_s_median": statistics.median(cpus),
         "status": result.status,
         "tokens_before": result.tokens_before,
@@ -347,6 +366,13 @@ def identifiers_kept(source: Sequence[Message], final: Sequence[dict[str, Any]])
 
 # -- main --------------------------------------------------------------------------------------
 
+#: (token counts stored, annotations stored) -> label; the first is the normal case
+CASES: dict[tuple[bool, bool], str] = {
+    (True, True): "recorded counts + annotations",
+    (True, False): "recorded counts only",
+    (False, False): "cold: all in compress",
+}
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -369,14 +395,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n== {label}: {len(messages)} messages, {tokens:,} tokens (tiktoken {MODEL})")
         entry: dict[str, Any] = {"messages": len(messages), "tokens": tokens, "ours": []}
         for tail in ("lean", "legacy"):
-            for counted in (True, False):
-                row = time_ours(messages, host, args.context_length, tail, args.runs, counted)
+            for counted, annotated in CASES:
+                row = time_ours(
+                    messages, host, args.context_length, tail, args.runs, counted, annotated
+                )
                 entry["ours"].append(row)
-                counts = "stored counts" if counted else "counted in compress"
                 print(
-                    f"ours  {tail:6} ({counts:20}): cpu {row['cpu_s_median'] * 1000:8.1f} ms  "
+                    f"ours  {tail:6} ({CASES[counted, annotated]:28}): "
+                    f"cpu {row['cpu_s_median'] * 1000:8.1f} ms  "
                     f"{row['status']} {row['tokens_before']:,} -> {row['tokens_after']:,} tokens"
                 )
+            recorded = entry["ours"][-len(CASES)]
+            per_message = recorded["record_cpu_s"] / max(1, recorded["record_messages"]) * 1e6
+            print(
+                f"      recording counts + annotations once per message: "
+                f"{recorded['record_cpu_s'] * 1000:.1f} ms for {recorded['record_messages']} "
+                f"messages ({per_message:.0f} us a message, paid as turns are recorded)"
+            )
         if report["theirs_available"]:
             path = tmp / f"{label}.json"
             path.write_text(json.dumps(wire(messages)), encoding="utf-8")
@@ -403,11 +438,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             for row in entry["ours"]:
                 row["ratio_ours_theirs"] = round(row["cpu_s_median"] / cpu, 3) if cpu else None
-                print(
-                    f"ratio ours/theirs  {row['tail']:6} "
-                    f"stored_counts={row['stored_token_counts']!s:5}: "
-                    f"{row['ratio_ours_theirs']}"
-                )
+                case = CASES[row["stored_token_counts"], row["stored_annotations"]]
+                print(f"ratio ours/theirs  {row['tail']:6} {case:28}: {row['ratio_ours_theirs']}")
         report[label] = entry
 
     print(

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from hermes_hookspecs import HandoffFact, Message
@@ -58,7 +60,11 @@ CLOSING_BOOST = 2.0
 MAX_FROM_CHARS = 80
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
+#: a sentence: a run of text up to an end mark followed by a blank (or up to the line's
+#: end); only a run as a whole matches, so a match starts where a run starts (the
+#: lookbehind) and never gives back characters (``++``): without both, a long run that
+#: is no sentence (``see file.py``) is retried from each of its characters
+_SENTENCE = re.compile(r"(?<![^.!?\n])[^.!?\n]++(?:[.!?](?=\s|$)|$)", re.MULTILINE)
 _CONSTRAINT = re.compile(
     r"\b(?:must|never|don't|do not|always|only|should not|shouldn't|avoid|without|make sure|"
     r"required?|instead of|no need|keep)\b",
@@ -70,12 +76,38 @@ _DECISION = re.compile(
     r"going with|dropp?ing|removing|remove|don't know|we don't|not needed|unnecessary)\b",
     re.IGNORECASE,
 )
+#: a line that reports an error (:func:`_error_line`) holds ``error``, ``Error``, ``failed``,
+#: ``FAIL``/``FAILED``, ``fatal``, ``panic``, ``cannot``, ``undefined`` as words, ``ERROR``,
+#: ``Traceback``, ``Exception``, ``not found``, ``No such file``, ``[Pp]ermission denied``,
+#: ``refused``, ``, want X``, ``has not been`` or ``mismatch``. Every branch opens with its
+#: word (a word's start is checked after it, ``(?<!\w...)``), so a search skips to the
+#: words instead of trying each branch at every character (ten times faster) ...
 _ERROR_LINE = re.compile(
-    r"(?:\berror\b|\bError\b|ERROR|\bfailed\b|\bFAIL(?:ED)?\b|\bfatal\b|\bpanic\b|Traceback|"
-    r"Exception\b|not found|No such file|[Pp]ermission denied|refused|\bcannot\b|"
-    r"\bundefined\b|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b|, want \S|expected .* (?:got|but)|"
-    r"has not been|mismatch)"
+    r"error(?<!\werror)\b|Error(?<!\wError)\b|ERROR|failed(?<!\wfailed)\b|"
+    r"FAIL(?<!\wFAIL)(?:ED)?\b|fatal(?<!\wfatal)\b|panic(?<!\wpanic)\b|Traceback|Exception\b|"
+    r"not found|No such file|Permission denied|permission denied|refused|"
+    r"cannot(?<!\wcannot)\b|undefined(?<!\wundefined)\b|, want \S|has not been|mismatch"
 )
+#: ... or the words ``want`` and ``got`` in either order, or ``expected `` and later
+#: `` got`` or `` but`` (found one after the other: as ``want.*got`` in one pattern, a
+#: line of many ``want`` and no ``got`` cost its length for each ``want``)
+_WANT = re.compile(r"want(?<!\wwant)\b")
+_GOT = re.compile(r"got(?<!\wgot)\b")
+_GOT_OR_BUT = re.compile(r" (?:got|but)")
+
+
+def _error_line(line: str) -> bool:
+    """Whether ``line`` reports an error (see :data:`_ERROR_LINE`); linear in its length."""
+    if _ERROR_LINE.search(line):
+        return True
+    for first, then in ((_WANT, _GOT), (_GOT, _WANT)):
+        found = first.search(line)
+        if found is not None and then.search(line, found.end()):
+            return True
+    expected = line.find("expected ")
+    return expected >= 0 and _GOT_OR_BUT.search(line, expected + 9) is not None
+
+
 #: tools whose output is what they found or read, not what happened: no error lines
 _LOOKUP_TOOLS = re.compile(r"(?i)read|grep|glob|search|find|list|view|fetch|task|agent|todo")
 #: a shell command that shows what is there (a file's text, a search, a listing,
@@ -121,21 +153,46 @@ _NARRATION = re.compile(
     r"(?i)^(?:(?:now|next|first|then|ok(?:ay)?|great|good|perfect)[,!.]?\s+)?"
     r"(?:let me|let's|i'll|i will|i need to|i'm going to|i am going to)\b"
 )
-_RESULT_LINE = re.compile(
-    r"(?:^ok\s|^PASS\b|^FAIL\b|^---\s(?:PASS|FAIL)|\b\d+ (?:passed|failed|tests?)\b|"
-    r"\b\d+(?:\.\d+)?s\b|exit (?:code|status)|Exit code|\bSuccess|\bsucceeded\b|\bcreated\b|"
-    r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b|"
-    r"^\[[\w./-]+ (?:\(root-commit\) )?[0-9a-f]{7,40}\] )"  # git commit's ``[main 1a2b3c4] msg``
+#: a result line (:func:`_result_line`) starts ``ok``, ``PASS``, ``FAIL``, ``--- PASS|FAIL``
+#: or is a git commit's ``[main 1a2b3c4] msg`` ...
+_RESULT_START = re.compile(
+    r"ok\s|PASS\b|FAIL\b|---\s(?:PASS|FAIL)|\[[\w./-]+ (?:\(root-commit\) )?[0-9a-f]{7,40}\] "
 )
+#: ... or holds ``exit code|status``, ``Exit code``, ``Success``, or ``succeeded``,
+#: ``created``, ``written``, ``updated``, ``committed``, ``merged``, ``pushed`` as words ...
+_RESULT_WORD = re.compile(
+    r"exit (?:code|status)|Exit code|Success(?<!\wSuccess)|succeeded(?<!\wsucceeded)\b|"
+    r"created(?<!\wcreated)\b|written(?<!\wwritten)\b|updated(?<!\wupdated)\b|"
+    r"committed(?<!\wcommitted)\b|merged(?<!\wmerged)\b|pushed(?<!\wpushed)\b"
+)
+#: ... or a count (``3 passed``, ``1 failed``, ``12 tests``) or a duration (``0.5s``)
+_RESULT_NUMBER = re.compile(r"\d(?<!\w\d)\d*(?: (?:passed|failed|tests?)\b|(?:\.\d+)?s\b)")
+
+
+def _result_line(line: str) -> bool:
+    """Whether ``line`` is a result line (three patterns, each quick to search, in place of
+    one whose branches would be tried at every character)."""
+    return bool(
+        _RESULT_START.match(line) or _RESULT_WORD.search(line) or _RESULT_NUMBER.search(line)
+    )
+
+
 #: a task runner echoing the command it runs (``[test:ci] $ go test ./...``, ``$ make``)
 _ECHO_LINE = re.compile(r"^\s*(?:\[[\w:./-]+\]\s*)?\$ \S")
 #: a ``file:line: message`` line (a test assertion, a compiler diagnostic) ...
 _LOCATED_LINE = re.compile(r"^\s*[\w./-]+\.\w+:\d+(?::\d+)?: \S")
 #: ... is an error line of an output that reports a failure
-_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
+#: (``^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b``, each branch opening with its
+#: word and checking what precedes it after, so the search skips to the words fast)
+_FAILED_RUN = re.compile(
+    r"failed(?<!\wfailed)\b|error(?<!\werror)\b|FAIL(?:(?<=^FAIL)|(?<=^--- FAIL))(?:ED)?\b",
+    re.MULTILINE,
+)
 #: a line of a file listing (``  12→code``, ``12\tcode``): code, not an outcome
 _LISTING = re.compile(r"^\s*\d+(?:→|\t)")
-_HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
+#: 12-64 hex digits as a word (``\b[0-9a-f]{12,64}\b``; the first digit comes before
+#: the check of what precedes it, so the search skips to hex digits)
+_HEXISH = re.compile(r"[0-9a-f](?<!\w[0-9a-f])[0-9a-f]{11,63}\b")
 _GREP_PREFIX = re.compile(r"^(\S+?)-(\d+)-")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: tool-call argument keys that say what a call did, in order of preference
@@ -260,10 +317,42 @@ def edited_file(name: str, arguments: str) -> str | None:
     return None
 
 
-def _scan_region(text: str) -> list[str]:
+def _scan_region(text: str) -> str:
+    """The part of a tool output that is scanned: all of it, or its start and end."""
     if len(text) <= 2 * SCAN_CHARS:
-        return text.splitlines()
-    return (text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]).splitlines()
+        return text
+    return text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
+
+
+#: a literal that every match of :func:`_error_line`, :func:`_result_line` (but for
+#: its line-start branches) or :data:`_ECHO_LINE` contains: a line without one of
+#: these, a digit before ``s`` or ``: `` (:data:`_LOCATED_LINE`, durations) or a
+#: line start of :data:`_LINE_START` is none of them, so it is not searched line
+#: by line. Keep it a superset when those patterns change (the tests compare the
+#: scan with a line-by-line one).
+_CANDIDATE = re.compile(
+    r"rror|ERROR|fail|FAIL|fatal|panic|Traceback|Exception|not found|No such file|"
+    r"ermission denied|refused|cannot|undefined|want|expected |has not been|mismatch|"
+    r" passed| test|exit |Exit code|Success|succeeded|created|written|updated|committed|"
+    r"merged|pushed|\$ "
+)
+_CANDIDATE_DIGIT = re.compile(r"\d(?:s|: )")
+#: the characters :meth:`str.splitlines` ends a line at
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+#: the line-start branches of :func:`_result_line` (``ok``, ``PASS``, ``---``, ``[``)
+_RESULT_STARTS = ("ok", "PASS", "---", "[")
+_LINE_START = re.compile(f"[{_LINE_BREAKS}](?:ok|PASS|---|\\[)")
+
+
+def _candidate_lines(region: str, starts: list[int]) -> list[int]:
+    """Indexes (into ``region.splitlines()``, whose offsets are ``starts``) of the lines
+    that may hold an error, result or echo line: every other line holds none."""
+    hits = [m.start() for m in _CANDIDATE.finditer(region)]
+    hits += [m.start() for m in _CANDIDATE_DIGIT.finditer(region)]
+    hits += [m.start() + 1 for m in _LINE_START.finditer(region)]
+    if region.startswith(_RESULT_STARTS):
+        hits.append(0)
+    return sorted({bisect_right(starts, hit) - 1 for hit in hits})
 
 
 #: an execution envelope around a command's output (Codex ``exec_command``:
@@ -301,25 +390,30 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     text = text.strip()
     if not text:
         return "(no output)", [], 0.0
-    lines = [line for line in _scan_region(text) if line.strip()]
+    region = _scan_region(text)
+    every = region.splitlines()
+    lines = [line for line in every if line.strip()]
     errors: list[str] = []
     results: list[str] = []
     listing = sum(1 for line in lines[:20] if _LISTING.match(line)) > len(lines[:20]) // 2
     if listing:  # a file's text: its lines are code, not errors or results
         return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
     failed = bool(_FAILED_RUN.search(text[:SCAN_CHARS]) or _FAILED_RUN.search(text[-SCAN_CHARS:]))
+    # the line-by-line tests below, on the only lines that can pass one of them
+    starts = list(accumulate((len(line) for line in region.splitlines(keepends=True)), initial=0))
     echo = ""
-    for raw in lines:
+    for index in _candidate_lines(region, starts):
+        raw = every[index]
         if (
             len(errors) < MAX_ERRORS_PER_OUTPUT
             and len(raw.strip()) >= MIN_ERROR_CHARS
-            and (_ERROR_LINE.search(raw) or (failed and _LOCATED_LINE.match(raw)))
+            and (_error_line(raw) or (failed and _LOCATED_LINE.match(raw)))
             and not _CODE_LINE.search(raw)
         ):
             line = _line(raw)
             if line not in errors:
                 errors.append(line)
-        elif len(results) < 2 and _RESULT_LINE.search(raw):
+        elif len(results) < 2 and _result_line(raw):
             results.append(_line(raw))
         elif not echo and _ECHO_LINE.match(raw):
             echo = _line(raw)
