@@ -218,6 +218,27 @@ MIGRATIONS: tuple[Migration, ...] = (
         SELECT word FROM ts_stat('SELECT tsv FROM message_search') ORDER BY word;
         """,
     ),
+    Migration(
+        "0009_search_words_without_key",
+        """
+        -- no unique key on the vocabulary: with one, a writer inserting a new word holds
+        -- its key until commit, so a second writer of the same word waits for it (a long
+        -- import blocks other sessions' commits) and two writers of several chunks each
+        -- can deadlock. A word is inserted when no committed or own row holds it; two
+        -- writers of the same new word at once may both insert it, and the readers of
+        -- search_words ask for DISTINCT words.
+        ALTER TABLE search_words DROP CONSTRAINT search_words_pkey;
+        CREATE INDEX search_words_word ON search_words (word);
+        CREATE OR REPLACE FUNCTION search_words_add() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        BEGIN
+            INSERT INTO search_words (word)
+            SELECT DISTINCT w FROM added, unnest(tsvector_to_array(added.tsv)) AS w
+            WHERE NOT EXISTS (SELECT 1 FROM search_words s WHERE s.word = w);
+            RETURN NULL;
+        END $$;
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)

@@ -330,7 +330,7 @@ def _vocabulary_rows(
     for index in range(len(q.terms)):
         words = _exec(
             conn,
-            "SELECT word FROM search_words WHERE word ILIKE %s LIMIT %s",
+            "SELECT DISTINCT word FROM search_words WHERE word ILIKE %s LIMIT %s",
             (q.params[f"p{index}"], MAX_WORDS + 1),
         ).fetchall()
         if len(words) > MAX_WORDS:

@@ -116,12 +116,85 @@ def test_migration_0008_fills_the_vocabulary_of_an_existing_database(
     # what the previous version left: no vocabulary, no trigger, no migration record
     raw(pg_dsn, schema, "DROP TABLE search_words CASCADE")
     raw(pg_dsn, schema, "DROP FUNCTION search_words_add() CASCADE")
-    raw(pg_dsn, schema, "DELETE FROM schema_migrations WHERE name = '0008_search_words'")
+    raw(pg_dsn, schema, "DELETE FROM schema_migrations WHERE name LIKE '000__search_words%%'")
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         assert raw(pg_dsn, schema, "SELECT count(*) FROM search_words")[0][0] > 300
         assert run(store, "orbla", pg_search.Indexes(trigram=True)) == wanted
         store.append_messages(sid, [NewMessage(message=Message(role="user", content="quuxorblaz"))])
     assert raw(pg_dsn, schema, "SELECT word FROM search_words WHERE word = 'quuxorblaz'")
+
+
+def test_concurrent_imports_of_shared_new_words_neither_block_nor_deadlock(
+    pg_dsn: str, schema: str, small_probe: None
+) -> None:
+    """Two writers, each in a transaction of several INSERTs (more than writes.CHUNK
+    messages), with new words in common, in opposite orders: with a unique key on the
+    vocabulary the second waited for the first's keys, and the first then for the
+    second's (deadlock detected). Neither may wait for the other."""
+    import threading
+    import time
+
+    from hermes_plugin_postgres_store import writes
+
+    n = writes.CHUNK + 1
+    with (
+        PostgresSessionStore(pg_dsn, schema=schema) as first,
+        PostgresSessionStore(pg_dsn, schema=schema) as second,
+    ):
+        sa = first.create_session(NewSession(title="import")).id
+        sb = second.create_session(NewSession(title="live")).id
+        # the import: 'zzqnew' in its first INSERT, 'aaqnew' in its last
+        batch_a = [NewMessage(message=Message(role="user", content="zzqnew"))]
+        batch_a += [
+            NewMessage(message=Message(role="user", content=f"row{i} common{i % 7}"))
+            for i in range(n - 2)
+        ]
+        batch_a.append(NewMessage(message=Message(role="user", content="aaqnew")))
+        batch_b = [
+            NewMessage(message=Message(role="user", content=f"aaqnew zzqnew live{i} common{i}"))
+            for i in range(n)
+        ]
+        # the import's last INSERT sleeps, so the live writer runs between its INSERTs
+        raw(
+            pg_dsn,
+            schema,
+            "CREATE FUNCTION nap() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF EXISTS (SELECT 1 FROM added WHERE message::jsonb->>'content' = 'aaqnew') "
+            "THEN PERFORM pg_sleep(3); END IF; RETURN NULL; END $$",
+        )
+        raw(
+            pg_dsn,
+            schema,
+            "CREATE TRIGGER nap AFTER INSERT ON messages REFERENCING NEW TABLE AS added "
+            "FOR EACH STATEMENT EXECUTE FUNCTION nap()",
+        )
+        errors: dict[str, str] = {}
+        took: dict[str, float] = {}
+
+        def write(name: str, store: PostgresSessionStore, sid: str, batch: list[Any]) -> None:
+            started = time.monotonic()
+            try:
+                store.append_messages(sid, batch)
+            except Exception as exc:  # reported below
+                errors[name] = repr(exc)
+            took[name] = time.monotonic() - started
+
+        ta = threading.Thread(target=write, args=("import", first, sa, batch_a))
+        ta.start()
+        time.sleep(0.8)  # the import's first INSERT is done, its last one sleeping
+        write("live", second, sb, batch_b)
+        ta.join()
+        assert errors == {}
+        # the live writer did not wait for the import's commit
+        assert took["live"] < 2.5, took
+        raw(pg_dsn, schema, "DROP TRIGGER nap ON messages")
+        for word in ("aaqnew", "zzqnew", "common3", "live7"):
+            assert raw(pg_dsn, schema, "SELECT 1 FROM search_words WHERE word = %s", (word,))
+        for fragment in ("aqne", "zqne", "ive7"):
+            exact = run(first, fragment, pg_search.Indexes(trigram=False), limit=500)
+            assert (
+                exact and run(first, fragment, pg_search.Indexes(trigram=True), limit=500) == exact
+            )
 
 
 @pytest.mark.parametrize("include_compacted", [True, False])
