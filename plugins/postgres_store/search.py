@@ -350,22 +350,32 @@ def _vocabulary_rows(
     span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
     # a bitmap of each index, ANDed with the id range's: only the rows matching both
     # are read (an index scan would test the words on every row of the range)
-    _exec(
-        conn,
-        "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off"
-        if "m.active" not in q.scope
-        else "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
-        # a nested loop over the newest matches, not a hash of messages
-        "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off",
-    )
+    off = ["enable_seqscan", "enable_indexscan"]
+    if "m.active" in q.scope:  # a nested loop over the newest matches, not a hash of messages
+        off += ["enable_hashjoin", "enable_mergejoin"]
+    previous = _set_local(conn, dict.fromkeys(off, "off"))
     for low, high in ((max(0, lo - window), lo), (0, max(0, lo - window))):
         if high > low:
             for row in _run(conn, newest_sql(q, holds, span), q, k, lo=low, hi=high, **params):
                 rows[int(row[0])] = row
             if len(rows) >= k:
                 break
-    _exec(conn, "SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = on")
+    _set_local(conn, previous)  # the later passes plan as the caller's settings say
     return [rows[mid] for mid in sorted(rows, reverse=True)[:k]]
+
+
+def _set_local(conn: psycopg.Connection[Any], settings: dict[str, str]) -> dict[str, str]:
+    """Set ``settings`` for the rest of the transaction; return their previous values
+    (to set back: ``RESET`` would give the server's default, not the session's value).
+    On an error the transaction is rolled back, and its ``SET LOCAL`` with it."""
+    names = list(settings)
+    picks = ", ".join(f"current_setting(%(n{i})s)" for i in range(len(names)))
+    sets = ", ".join(f"set_config(%(n{i})s, %(v{i})s, true)" for i in range(len(names)))
+    params = {f"n{i}": name for i, name in enumerate(names)}
+    params.update({f"v{i}": settings[name] for i, name in enumerate(names)})
+    row = _exec(conn, f"SELECT {picks}", params).fetchone()
+    _exec(conn, f"SELECT {sets}", params)
+    return {name: str(value) for name, value in zip(names, row or (), strict=True)}
 
 
 def newest_sql(query: Query, *conditions: str) -> str:

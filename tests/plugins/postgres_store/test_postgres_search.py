@@ -197,6 +197,31 @@ def test_concurrent_imports_of_shared_new_words_neither_block_nor_deadlock(
             )
 
 
+@pytest.mark.parametrize("caller", ["on", "off"])
+def test_vocabulary_pass_leaves_the_planner_settings_as_it_found_them(
+    pg_dsn: str, schema: str, small_probe: None, caller: str
+) -> None:
+    """The rare-fragment pass turns plans off for its own queries only: the passes after it
+    (and the caller's later statements in the transaction) plan as before."""
+    names = ("enable_hashjoin", "enable_mergejoin", "enable_seqscan", "enable_indexscan")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store)
+        with store._tx() as conn:
+            for name in names:
+                conn.execute(f"SET LOCAL {name} = {caller}")
+            hits = pg_search.search(
+                conn,
+                "orblat",
+                session_ids=None,
+                include_compacted=False,
+                limit=5,
+                indexes=pg_search.Indexes(trigram=True),
+            )
+            after = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}
+    assert hits  # the vocabulary pass ran (the probe of the newest rows found too few)
+    assert after == dict.fromkeys(names, caller)
+
+
 @pytest.mark.parametrize("include_compacted", [True, False])
 def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
     pg_dsn: str, schema: str, small_probe: None, include_compacted: bool
