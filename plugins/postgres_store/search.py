@@ -133,9 +133,12 @@ def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
     Without ``rum`` every match is ranked, reading its ``tsvector`` from the
     heap. With ``rum`` the RUM index gives the best :data:`RUM_POOL` ``* k`` by
     its own rank (``tsv <=> query``: ``ts_rank`` without length
-    normalisation) from the index alone, and only those are ranked: the same
-    ``k`` when the word has at most that many matches, otherwise the best of the
-    pool (a short row the index rates below the pool is not seen). The ranking
+    normalisation) from the index alone, and only those are ranked; a last
+    column counts the pool's rows (at most one more than the pool), so the
+    caller can tell when the word has more matches than the pool: the best of
+    the pool may then differ from the best of all (a short row the index rates
+    below the pool, or the newer of tied rows, is not seen) and the caller
+    ranks through GIN instead (see :func:`_word_rows`). The ranking
     reads ``message_search`` alone and keeps the best ``k``; only those are
     joined to ``messages`` (joining every match first costs an index lookup per
     matching row, most of a common word's search). The active-only condition
@@ -145,8 +148,8 @@ def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
     where = " AND ".join([f"({RANKED}) @@ {tsquery}" if rum else f"f.tsv @@ {tsquery}"])
     where = " AND ".join([where, *query.scope])
     best = "LIMIT %(k)s"
-    if rum:  # the index's best pool, in its order; then the best k of those
-        best = f"ORDER BY ({RANKED}) <=> {tsquery} LIMIT %(pool)s"
+    if rum:  # the index's best pool (and one more), in its order; then the best k of those
+        best = f"ORDER BY ({RANKED}) <=> {tsquery} LIMIT %(pool)s + 1"
     if "m.active" in query.scope:
         rows = (
             "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
@@ -157,17 +160,32 @@ def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
             return rows + "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
         return (
             "SELECT p.id, p.session_id, p.role, p.active, p.compacted, p.created_at, p.root, "
-            f"p.body, p.r FROM ({rows}{best}) p ORDER BY p.r DESC, p.id DESC LIMIT %(k)s"
+            f"p.body, p.r, count(*) OVER () FROM ({rows}{best}) p "
+            "ORDER BY p.r DESC, p.id DESC LIMIT %(k)s"
         )
     rows = f"SELECT f.message_id, f.body, {relevance} FROM message_search f WHERE {where} "
+    pooled = ""
     if rum:
-        rows = f"SELECT p.message_id, p.body, p.r FROM ({rows}{best}) p "
+        rows = f"SELECT p.message_id, p.body, p.r, count(*) OVER () AS n FROM ({rows}{best}) p "
+        pooled = ", t.n"
     return (
         "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
-        f"coalesce(m.origin_root, m.id), t.body, t.r FROM ({rows}"
+        f"coalesce(m.origin_root, m.id), t.body, t.r{pooled} FROM ({rows}"
         f"ORDER BY r DESC, message_id DESC LIMIT %(k)s) t "
         "JOIN messages m ON m.id = t.message_id ORDER BY t.r DESC, m.id DESC"
     )
+
+
+def _word_rows(
+    conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int, *, rum: bool
+) -> list[Any]:
+    """The best ``k`` rows matching ``tsquery`` (see :func:`word_sql`): from the RUM pool
+    when it holds every match (then its best are the best of all), else through GIN."""
+    if rum:
+        rows = _run(conn, word_sql(q, tsquery, rum=True), q, k)
+        if not rows or int(rows[0][-1]) <= k * RUM_POOL:
+            return [row[:-1] for row in rows]
+    return _run(conn, word_sql(q, tsquery), q, k)
 
 
 def substring_sql(query: Query, likes: str, *, bounded: bool, indexed: bool) -> str:
@@ -209,13 +227,13 @@ def search(
             # scoped to sessions, the session index finds their few rows: a ranked scan
             # of the whole database's matches would read each one's session from the heap
             rum = indexes.rum and q.words <= RUM_MAX_TERMS and session_ids is None
-            rows = _run(conn, word_sql(q, q.all_words, rum=rum), q, k)
+            rows = _word_rows(conn, q, q.all_words, k, rum=rum)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
             if len(hits := rank(found, terms, limit)) >= limit:
                 return hits
             if q.any_word is not None and q.words > 1:
-                rows = _run(conn, word_sql(q, q.any_word, rum=rum), q, k)
+                rows = _word_rows(conn, q, q.any_word, k, rum=rum)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
                 if len(hits := rank(found, terms, limit)) >= limit:

@@ -276,6 +276,31 @@ def test_without_rum_search_ranks_through_gin_and_agrees(pg_dsn: str, plain_data
     assert all(without.values())
 
 
+def test_rum_and_gin_agree_beyond_the_rum_pool(pg_dsn: str, schema: str) -> None:
+    """More matches than the RUM pool (``RUM_POOL * k``), tied or rated lower by the index's
+    own rank: the index's pool held the oldest of the tied rows and missed the short ones,
+    which rank first by length-normalised ts_rank. The hits are the GIN path's."""
+    limit = 5
+    pool = pg_search.RUM_POOL * max(limit * 3 + 10, 30)
+    texts = [("zebra " * 40) + " ".join(f"filler{i}_{j}" for j in range(60)) for i in range(pool)]
+    texts += [f"zebra stripe tied {i % 2}" for i in range(pool)]
+    texts += ["the zebra", "zebra crossing fixed"]
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        if not store.ranked_index:
+            pytest.skip(f"rum is not installed on this server: {store.describe()['search']}")
+        sid = store.create_session(NewSession(title="ties")).id
+        store.append_messages(
+            sid, [NewMessage(message=Message(role="user", content=t)) for t in texts]
+        )
+        for query in ("zebra", "zebra crossing", "stripe", "stripe tied", "tied 1"):
+            for include_compacted in (True, False):
+                kw = {"limit": limit, "include_compacted": include_compacted}
+                gin = run(store, query, pg_search.Indexes(rum=False), **kw)
+                assert run(store, query, pg_search.Indexes(rum=True), **kw) == gin, query
+        newest = max(h.message_id for h in store.search("zebra", limit=50))
+        assert run(store, "stripe", pg_search.Indexes(rum=True), limit=1) == [newest - 2]
+
+
 def test_rum_ranks_in_ci(pg_dsn: str, schema: str) -> None:
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         info = store.describe()
