@@ -239,6 +239,34 @@ MIGRATIONS: tuple[Migration, ...] = (
         END $$;
         """,
     ),
+    Migration(
+        "0010_search_unparsed_rows",
+        r"""
+        -- true when a run of letters and digits of body (any non-ASCII character counted
+        -- as one) lies in no lexeme of tsv: the parser split it ('1.5ms' gives '1.5' and
+        -- 'ms'; '2024-01-05T10' gives '2024', '-01', '-05', 't10'), or dropped it (XML
+        -- tags, entities, URL protocols, superscripts, words over 2,047 bytes). A
+        -- fragment of such a run is in no word of the vocabulary: these rows are looked
+        -- for through the partial trigram index on this condition (search.py). The runs
+        -- that are whole lexemes are set aside by a hash (EXCEPT), the others are looked
+        -- for in the lexemes joined by spaces (a run holds no space, so a match lies
+        -- inside one lexeme).
+        CREATE FUNCTION search_unparsed(body text, tsv tsvector) RETURNS boolean
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            WITH words AS (SELECT pg_catalog.tsvector_to_array(tsv) AS a),
+            joined AS (SELECT pg_catalog.array_to_string(a, ' ') AS s FROM words),
+            runs AS (
+                SELECT pg_catalog.lower(r[1]) AS run
+                FROM pg_catalog.regexp_matches(body, '(?:[[:alnum:]]|[^-])+', 'g') r
+                EXCEPT SELECT pg_catalog.unnest(a) FROM words)
+            SELECT EXISTS (
+                SELECT 1 FROM runs, joined WHERE pg_catalog.strpos(joined.s, runs.run) = 0)
+        $$;
+        -- the partial trigram index of the narrower condition of 0008 (tags, entities, URL
+        -- heads, long words) is built again on this one (migrations.ensure_trigram)
+        DROP INDEX IF EXISTS message_search_trgm_unparsed;
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)
@@ -323,7 +351,7 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
                 "CREATE INDEX IF NOT EXISTS message_search_trgm_unparsed ON message_search "
                 "USING gin (body {}.gin_trgm_ops) WHERE "
             ).format(ops)
-            + sql.SQL(UNPARSED),
+            + sql.SQL(UNPARSED.format(alias="")),
             "search_words_trgm": sql.SQL(
                 "CREATE INDEX IF NOT EXISTS search_words_trgm ON search_words "
                 "USING gin (word {}.gin_trgm_ops)"
@@ -333,12 +361,13 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
     return ext_schema, f"pg_trgm {ext_schema}.gin_trgm_ops index on message_search.body"
 
 
-#: rows whose letters and digits may lie outside every lexeme of their ``tsv``: the
-#: parser drops XML tags (``<a href=x>``), entities (``&amp;``), URL protocol heads
-#: (``https://``) and words longer than 2,047 bytes (a run of 680 such characters may
-#: be one). A fragment is looked up in the vocabulary for the other rows, and through
-#: the trigram index (partial, on this condition) for these.
-UNPARSED = "(body ~ '[<&]|://|(?:[[:alnum:]_./-]{170}){4}')"
+#: rows with a run of letters and digits that lies in no lexeme of their ``tsv``
+#: (migration ``0010_search_unparsed_rows``): the parser splits ``1.5ms`` and
+#: ``2024-01-05T10``, drops XML tags (``<a href=x>``), entities (``&amp;``), URL
+#: protocol heads (``https://``), superscripts and words longer than 2,047 bytes. A
+#: fragment is looked up in the vocabulary for the other rows, and through the trigram
+#: index (partial, on this condition) for these. ``{alias}``: the table's, or empty.
+UNPARSED = "search_unparsed({alias}body, {alias}tsv)"
 
 
 def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> None:

@@ -363,7 +363,7 @@ def _vocabulary_rows(
         arrays = [[w for g in arrays for w in g]]
     tests = [f"f.tsv @@ ANY(%(w{i})s::text[]::tsquery[])" for i in range(len(arrays))]
     params = {f"w{i}": group for i, group in enumerate(arrays)}
-    unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.replace('body', 'f.body')})"
+    unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.format(alias='f.')})"
     holds = f"(({' AND '.join(tests)}) OR {unparsed})" if tests else unparsed
     span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
     # a bitmap of each index, ANDed with the id range's: only the rows matching both

@@ -222,6 +222,86 @@ def test_vocabulary_pass_leaves_the_planner_settings_as_it_found_them(
     assert after == dict.fromkeys(names, caller)
 
 
+#: pieces of text where the word parser splits or drops a run of letters and digits
+PIECES = [
+    "{n}.{d}ms",
+    "{n}.{d}MB",
+    "{y}-0{d}-1{d}T{d}0:00:00Z",
+    "{n}.{d}{w}",
+    "v{d}.{n}.{d}{w}",
+    "0x{d}F{w}",
+    "{n}{w}",
+    "{w}{n}",
+    "{w}²³⁴",
+    "x²{d}",
+    "Ünï{w}",
+    "{w}—{w}",
+    "{w}_{w}",
+    "{w}-{w}",
+    "<{w} id={n}>",
+    "&{w};",
+    "https://{w}.org/{w}",
+    "{w}@{w}.com",
+    "/srv/{w}/{n}.py",
+    "{n}:{d}{w}",
+    "{n}/{d}{w}",
+    "{n},{d}{w}",
+    "数据{w}",
+    "{w}",
+    "{w} {w}",
+    "{n}",
+]
+
+
+def mixed_rows(seed: int, count: int) -> list[str]:
+    import random
+
+    rnd = random.Random(seed)
+    words = ["alpha", "kb", "total", "zeta", "qux", "ab", "ms", "delta"]
+
+    def piece() -> str:
+        return rnd.choice(PIECES).format(
+            n=rnd.randint(0, 99),
+            d=rnd.randint(0, 9),
+            y=rnd.randint(2020, 2029),
+            w=rnd.choice(words),
+        )
+
+    return [" ".join(piece() for _ in range(rnd.randint(1, 5))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fragments_of_split_runs_are_found_through_the_vocabulary(
+    pg_dsn: str, schema: str, small_probe: None, seed: int
+) -> None:
+    """Random rows of decimals with units, dates, versions, superscripts, non-ASCII letters,
+    tags, URLs...: every fragment of a run of letters and digits in them (as the query
+    parser cuts terms) is found through the vocabulary as by the exact scan."""
+    import random
+    import re
+
+    rows = mixed_rows(seed, 300)
+    runs = sorted({found for row in rows for found in re.findall(r"[^\W_]{3,}", row)})
+    rnd = random.Random(seed)
+    fragments = set()
+    for whole in rnd.sample(runs, min(60, len(runs))):
+        start = rnd.randint(0, len(whole) - 3)
+        fragments.add(whole[start : rnd.randint(start + 3, len(whole))])
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        sid = store.create_session(NewSession(title="mixed")).id
+        store.append_messages(
+            sid, [NewMessage(message=Message(role="user", content=t)) for t in rows]
+        )
+        fast = pg_search.Indexes(trigram=True)
+        exact = pg_search.Indexes(trigram=False)
+        misses = [
+            fragment
+            for fragment in sorted(fragments)
+            if run(store, fragment, fast, limit=10) != run(store, fragment, exact, limit=10)
+        ]
+    assert misses == []
+
+
 @pytest.mark.parametrize("include_compacted", [True, False])
 def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
     pg_dsn: str, schema: str, small_probe: None, include_compacted: bool
