@@ -330,8 +330,7 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
         except errors.Error as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return None, f"pg_trgm unavailable ({reason}); substring search runs unindexed"
+            return None, f"pg_trgm unavailable ({_reason(exc)}); substring search runs unindexed"
         row = conn.execute(
             "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
         ).fetchone()
@@ -339,7 +338,7 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             return None, "pg_trgm unavailable; substring search runs unindexed"
     ext_schema = str(row[0]).strip('"')
     ops = sql.Identifier(ext_schema)
-    _ensure_indexes(
+    failed = _ensure_indexes(
         conn,
         {
             "message_search_trgm": sql.SQL(
@@ -358,6 +357,8 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             ).format(ops),
         },
     )
+    if failed:  # the substring passes that lean on these indexes are not taken
+        return None, f"pg_trgm {'; '.join(failed)}; substring search runs unindexed"
     return ext_schema, f"pg_trgm {ext_schema}.gin_trgm_ops index on message_search.body"
 
 
@@ -370,22 +371,46 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
 UNPARSED = "search_unparsed({alias}body, {alias}tsv)"
 
 
-def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> None:
-    """Create the indexes of ``wanted`` (name -> statement) that do not exist yet."""
+#: an optional index build waits at most this long for the writers of ``message_search``
+#: (it needs a lock that an open writing transaction holds off); it is tried again on the
+#: next open
+INDEX_LOCK_TIMEOUT = "10s"
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> list[str]:
+    """Create the indexes of ``wanted`` (name -> statement) that do not exist yet.
+
+    Each is built in a transaction of its own; one that cannot be built (no
+    privilege, no disk, a writer holding the table past :data:`INDEX_LOCK_TIMEOUT`)
+    is logged and left out: the store opens without it.
+
+    :return: one line per index left out.
+    """
+    from psycopg import errors
+
     rows = conn.execute(
         "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
         "AND indexname = ANY(%s)",
         (list(wanted),),
     ).fetchall()
     missing = [name for name in wanted if name not in {str(r[0]) for r in rows}]
-    if not missing:
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-        for name in missing:
-            LOG.info("postgres schema: creating index %s", name)
-            conn.execute(wanted[name])
+    failed: list[str] = []
+    for name in missing:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", (INDEX_LOCK_TIMEOUT,))
+                LOG.info("postgres schema: creating index %s", name)
+                conn.execute(wanted[name])
+        except errors.Error as exc:
+            LOG.warning("postgres schema: index %s not built (%s)", name, _reason(exc))
+            failed.append(f"index {name} not built: {_reason(exc)}")
+    return failed
 
 
 #: the expression the RUM index is built on: the tsvector, under a name the GIN index
@@ -420,13 +445,13 @@ def ensure_rum(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS rum SCHEMA public")
         except errors.Error as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            reason = _reason(exc)
             return None, f"rum unavailable ({reason}); words ranked by ts_rank over the GIN index"
         row = conn.execute(query).fetchone()
         if row is None:
             return None, "rum unavailable; words ranked by ts_rank over the GIN index"
     ext_schema = str(row[0]).strip('"')
-    _ensure_indexes(
+    failed = _ensure_indexes(
         conn,
         {
             "message_search_rum": sql.SQL(
@@ -435,4 +460,6 @@ def ensure_rum(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             ).format(sql.SQL(RANKED_TSV.format(alias="")), sql.Identifier(ext_schema))
         },
     )
+    if failed:
+        return None, f"rum {'; '.join(failed)}; words ranked by ts_rank over the GIN index"
     return ext_schema, f"rum {ext_schema}.rum_tsvector_ops index ranks message_search.tsv"

@@ -381,6 +381,42 @@ def test_rum_and_gin_agree_beyond_the_rum_pool(pg_dsn: str, schema: str) -> None
         assert run(store, "stripe", pg_search.Indexes(rum=True), limit=1) == [newest - 2]
 
 
+def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed optional index build (here: a writer holds message_search past the lock
+    timeout; a missing privilege or a full disk fail the same way) leaves that index out,
+    says so in describe(), and searches without it; the next open builds it."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from hermes_plugin_postgres_store import migrations
+
+    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "200ms", raising=False)
+    # the server's own lock timeout for the role (the builds set theirs)
+    impatient = make_conninfo(pg_dsn, options="-c lock_timeout=200ms")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=30)
+        wanted = {q: run(store, q, pg_search.Indexes(trigram=False)) for q in ("orbla", "line 7")}
+        had_rum = store.ranked_index
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    raw(pg_dsn, schema, "DROP INDEX IF EXISTS message_search_rum")
+    with psycopg.connect(pg_dsn) as writer:  # an open transaction writing message_search
+        writer.execute(f'SET search_path TO "{schema}"')
+        writer.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")
+        with PostgresSessionStore(impatient, schema=schema) as store:
+            status = store.describe()["search"]
+            assert "index message_search_trgm_unparsed not built" in status, status
+            assert store.substring_index is False and store.ranked_index is False
+            if had_rum:
+                assert "index message_search_rum not built" in status, status
+            assert {q: [h.message_id for h in store.search(q, limit=20)] for q in wanted} == wanted
+        writer.rollback()
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert store.substring_index and store.ranked_index == had_rum
+        assert "not built" not in store.describe()["search"]
+
+
 def test_rum_ranks_in_ci(pg_dsn: str, schema: str) -> None:
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         info = store.describe()
