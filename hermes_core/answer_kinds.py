@@ -12,22 +12,26 @@ words, case folded) and held by a row through a general property of its text
 or author; nothing here names a session's content:
 
 * ``duration``: cue words of elapsed time (``long``, ``took``, ``duration``,
-  ``elapsed``, ...); held by a row with a number and a time unit written
-  together, as tools print them (``71.6s``, ``250ms``, ``1m4s``).
+  ``elapsed``, ...); held by a row with a number and a time unit, written
+  together as tools print them (``71.6s``, ``250ms``, ``1m4s``, ``1h2m3s``)
+  or spelled (``3 seconds``, ``2 min``).
 * ``error``: nouns naming a failure (``error``, ``exception``, ``panic``,
-  ``status``, ``failure``, ``traceback``); held by a row with an error line
-  (``error:``, ``fatal:``, ``panic:``, ``ValueError:``, ``--- FAIL``, a line
-  starting ``FAIL``, an HTTP status 4xx/5xx after ``status``, a non-zero exit
-  status or code, a Python traceback). Code that merely mentions errors
-  (``func f() error``) does not hold it.
+  ``failure``, ``traceback``); held by a row with an error line (``error:``,
+  ``fatal:``, ``panic:``, ``ValueError:``, ``--- FAIL``, a line starting
+  ``FAIL`` or ``FAILED``, an HTTP status 4xx/5xx after ``status`` or in an
+  ``HTTP/1.1`` status line, a non-zero exit status or code, a Python
+  traceback). Code that merely mentions errors (``func f() error``) does not
+  hold it.
 * ``request``: words of what someone asked for (``constraint``,
   ``require``, ``requirement``, ``want``, ``request``, ``prefer``,
   ``instruction``, ...); held by a message the user wrote (role ``user``;
   text a harness injected is placed after every other hit by
   :func:`hermes_core.search.search_with_context`).
 
-Verbs describing a circumstance (``failed``, ``failing``) are not cues: "the
-command that failed" asks for a command.
+Words with other common senses are not cues: verbs describing a
+circumstance (``failed``, ``failing``: "the command that failed" asks for a
+command), ``take`` ("which approach did we take") and ``status`` ("git
+status", "the status of the migration").
 """
 
 from __future__ import annotations
@@ -77,24 +81,34 @@ def _starts_word(text: str, at: int) -> bool:
 
 # (each test looks for a literal or a digit first: a pattern led by a lookbehind or
 # a case-insensitive alternation costs ten times as much on a 30 KB file read)
-_DURATION = re.compile(r"\d+(?:\.\d+)?(?:ns|µs|us|ms|s|h\d+m|m\d+(?:\.\d+)?s)(?!\w)")
+#: a number (each run of digits matched once: no rescan of a long run from its every digit)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+#: a time unit written together with its number, as tools print them (``71.643s``,
+#: ``250ms``, Go's ``1m4s`` / ``1h2m3s``); a unit spelled out is not one: a harness's
+#: ``Wall time: 0.61 seconds`` wraps every command's output
+_UNIT = re.compile(r"(?:ns|µs|us|ms|s|m(?:\d+(?:\.\d+)?s)?|h(?:\d+m)?(?:\d+(?:\.\d+)?s)?)(?!\w)")
 
 
 def has_duration(text: str) -> bool:
-    """A number with a time unit written together: ``71.643s``, ``250ms``, ``1m4s``, ``1h2m``."""
-    return any(_starts_word(text, match.start()) for match in _DURATION.finditer(text))
+    """A number with a time unit written together: ``71.643s``, ``250ms``, ``1m4s``, ``1h2m3s``."""
+    return any(
+        _starts_word(text, match.start()) and _UNIT.match(text, match.end()) is not None
+        for match in _NUMBER.finditer(text)
+    )
 
 
 _AFTER_MARK = re.compile(r"(?:\[\w+\])?:")
 _STATUS = re.compile(r"status(?: code)?:? [45]\d\d(?!\d)")
 _EXIT = re.compile(r"exit(?:ed with)? (?:status|code) [1-9]")
-_FAIL_LINE = re.compile(r"(?:^|\n)FAIL(?!\w)")
+_FAIL_LINE = re.compile(r"(?:^|\n)FAIL(?:ED)?(?!\w)")  # go test's FAIL, pytest's FAILED
+_HTTP_STATUS = re.compile(r"HTTP/\d(?:\.\d)? [45]\d\d(?!\d)")  # a status line
 
 
 def has_error_line(text: str) -> bool:
     """An error line: ``error:``, ``fatal:``, ``panic:``, ``exception:`` (any case, also
-    ``error[E0308]:``), ``ValueError:``, ``--- FAIL``, a line starting ``FAIL``, an HTTP
-    status 4xx/5xx after ``status``, a non-zero exit status or code, a Python traceback."""
+    ``error[E0308]:``), ``ValueError:``, ``--- FAIL``, a line starting ``FAIL`` or
+    ``FAILED``, an HTTP status 4xx/5xx after ``status`` or in an ``HTTP/1.1`` status line,
+    a non-zero exit status or code, a Python traceback."""
     if "--- FAIL" in text or "Traceback (most recent call last)" in text:
         return True
     if "FAIL" in text and _FAIL_LINE.search(text):
@@ -109,20 +123,22 @@ def has_error_line(text: str) -> bool:
                 return True
     if "status" in lower and _STATUS.search(lower):
         return True
+    if "HTTP/" in text and _HTTP_STATUS.search(text):
+        return True
     return "exit" in lower and _EXIT.search(lower) is not None
 
 
 DURATION = AnswerKind(
     "duration",
     _cues(
-        "long longer took take takes taking duration durations elapsed latency runtime "
+        "long longer took duration durations elapsed latency runtime "
         "timing timings seconds minutes hours"
     ),
     test=has_duration,
 )
 ERROR = AnswerKind(
     "error",
-    _cues("error errors exception exceptions panic status failure failures traceback"),
+    _cues("error errors exception exceptions panic failure failures traceback"),
     test=has_error_line,
 )
 REQUEST = AnswerKind(

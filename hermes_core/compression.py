@@ -103,19 +103,22 @@ class CompressionInputs:
 
 @dataclass(frozen=True)
 class ViewReplan:
-    """The engine input of a mid-turn view, to write that view at commit.
+    """A mid-turn view, to write at commit exactly as the turn sent it.
 
-    ``rows`` are what the view was planned over: the stored history and the turn's
-    draft rows as they were then (negative ids: not stored yet, so the engine quotes
-    no message id for them); ``ids`` maps each draft id to the id its message was
-    stored under. The engine, given the same rows, plans the same view; its copies
-    of draft rows get their stored ids, active rows up to ``watermark`` are replaced
-    and later ones (the rest of the turn) are kept after the new view.
+    ``result`` is what the engine answered for the view: its messages are
+    written as they are, with no second engine call (a second summary by a
+    model would differ, breaking the prefix the rest of the turn built, and cost
+    another call). The view was planned over the stored history and the turn's
+    draft rows as they were then (negative ids: not stored yet, so the engine
+    quotes no message id for them); ``ids`` maps each draft id to the id its
+    message was stored under, so the view's copies of draft rows point at the
+    stored originals; active rows up to ``watermark`` are replaced and later
+    ones (the rest of the turn) are kept after the view.
     """
 
-    rows: tuple[StoredMessage, ...]
     ids: dict[int, int]
     watermark: int
+    result: CompressionResult
 
 
 @dataclass
@@ -277,10 +280,13 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
         new_messages, plan.routing, plan.backend = provider
         plan.engine = plan.backend
     else:
+        result: CompressionResult | None
         if replan is not None:
-            # the request the mid-turn view was planned from, so the view comes out the same
+            # the view the turn was sent on, as the engine answered it then
             kept = sum(row.token_count or 0 for row in rows if row.id > replan.watermark)
-            request = _request(inputs, services, list(replan.rows))
+            result = replan.result.model_copy(
+                update={"messages": [m.model_copy() for m in replan.result.messages]}
+            )
         else:
             request = _request(
                 inputs,
@@ -290,7 +296,7 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
                 focus=inputs.focus,
                 manual=inputs.manual,
             )
-        result = services.call_compress(request)
+            result = services.call_compress(request)
         if result is None:
             plan.done = CompressionOutcome(
                 status="skipped", reason="no engine answered", trigger=inputs.reason

@@ -52,6 +52,8 @@ MAX_TERMS = 32
 MAX_TERM_CHARS = 256
 #: terms count towards a row's coverage within a tier when they occur within this many characters
 NEAR_CHARS = 480
+#: the proximity scan looks at most at this many occurrences of each term in a row
+NEAR_OCCURRENCES = 200
 #: characters of text shown around the first term found
 SNIPPET_RADIUS = 60
 #: a word, as the word indexes split text: a run of letters and digits
@@ -153,25 +155,31 @@ class TermMatcher:
     def count_near(self, text: str, span: int) -> int:
         """The most distinct terms ``text`` covers within ``span`` characters of it.
 
-        Every occurrence of a term is located (as a substring; a term found
-        nowhere as one, by its words apart); the result is the most distinct
-        terms whose occurrences fit in a window of ``span`` characters
-        (measured between their starts).
+        Occurrences of each term are located (as a substring, each after the
+        last one ends; a term found nowhere as one, by its words apart), at
+        most :data:`NEAR_OCCURRENCES` of each, so a row of one repeated
+        character or a dump of a common word costs no more than a few
+        hundred positions; the result is the most distinct terms whose
+        occurrences fit in a window of ``span`` characters (measured between
+        their starts). The scan stops once a window holds every term found.
         """
         folded = self._fold(text)
-        found: list[tuple[int, int]] = []  # (offset, term index), every occurrence
+        found: list[tuple[int, int]] = []  # (offset, term index), every occurrence kept
+        present = 0
         for index, (term, spread) in enumerate(zip(self._folded, self._spread, strict=True)):
+            before = len(found)
             at = folded.find(term) if term else -1
             if at < 0 and spread is not None:
                 # no substring: its words apart (``session go`` for ``session.go``)
-                found.extend(
-                    (match.start(), index)
-                    for match in spread.finditer(folded)
-                    if not match.start() or not _WORD.match(folded, match.start() - 1)
-                )
-            while at >= 0:
+                for match in spread.finditer(folded):
+                    if not match.start() or not _WORD.match(folded, match.start() - 1):
+                        found.append((match.start(), index))
+                        if len(found) - before >= NEAR_OCCURRENCES:
+                            break
+            while at >= 0 and len(found) - before < NEAR_OCCURRENCES:
                 found.append((at, index))
-                at = folded.find(term, at + 1)
+                at = folded.find(term, at + len(term))
+            present += len(found) > before
         found.sort()
         best = 0
         inside: dict[int, int] = {}  # term index -> occurrences in the window
@@ -185,6 +193,8 @@ class TermMatcher:
                     del inside[gone]
                 low += 1
             best = max(best, len(inside))
+            if best == present:
+                break
         return best
 
     def count(self, text: str) -> int:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError as PydanticValidationError
 
 from hermes_hookspecs import (
+    CompressionResult,
     LeaseGrant,
     LeaseLost,
     Message,
@@ -132,6 +133,8 @@ class Turn:
         #: the draft as rows): commit plans it again, so the view it writes is the one the
         #: turn was sent on (see :meth:`_reusable_view`)
         self._draft_rows: list[StoredMessage] | None = None
+        #: the engine's answer for that view (commit writes it, see :class:`ViewReplan`)
+        self._draft_result: CompressionResult | None = None
         self._keeper = LeaseKeeper(self.services.store, lease, ttl).start()
         self._request: PendingRequest | None = None
         self._prompt_tokens_before = 0
@@ -385,9 +388,9 @@ class Turn:
                 # the committed history (that turn included) is compressed now, for real
                 draft.view = None
                 s.ledger.mark_compaction()  # the next request leaves the view either way
-                # the engine is given what the view was planned over (the history and the
-                # draft up to that point), so it cuts and summarises as it did for the view
-                # and the next request keeps its prefix; the rest of the turn follows as is
+                # the view the turn was sent on is written as the engine answered it (the
+                # history and the draft up to that point, summarised once), so the next
+                # request keeps its prefix; the rest of the turn follows as is
                 replan = self._replan(reusable, stored) if reusable is not None else None
                 self.compress(reason="post-response", replan=replan)
             elif s.pressure.due:
@@ -401,14 +404,18 @@ class Turn:
 
         Commit writes the view the turn was sent on (so the next request keeps its
         prefix) when the engine can plan it again from the same rows (the turn's
-        first view, planned over the stored history), every message the view covered
-        is still where it was, and with the rest of the turn after it the view takes
+        first view, planned over the stored history, and that history is still the
+        active view: no compression ran during the turn), every message the view
+        covered is still where it was, and with the rest of the turn after it the view takes
         at most :data:`REUSE_SHARE` of the threshold: else a full compression buys
         more room.
         """
         view, rows = self.draft.view, self._draft_rows
         if view is None or rows is None:
             return None
+        stored = [row.id for row in rows if row.id > 0]
+        if stored != [row.id for row in self.session.view.rows]:
+            return None  # the history changed under the view (a compression during the turn)
         where = {id(m.message): i for i, m in enumerate(self.draft.pending)}
         covered: dict[int, int] = {}
         for row in rows:
@@ -429,11 +436,12 @@ class Turn:
 
     def _replan(self, covered: dict[int, int], stored: list[StoredMessage]) -> ViewReplan | None:
         """The replan of the mid-turn view once the turn's messages are ``stored``."""
-        rows = self._draft_rows
-        if rows is None or max(covered.values()) >= len(stored):
+        rows, result = self._draft_rows, self._draft_result
+        if rows is None or result is None or max(covered.values()) >= len(stored):
             return None
         ids = {draft_id: stored[index].id for draft_id, index in covered.items()}
-        return ViewReplan(rows=tuple(rows), ids=ids, watermark=stored[max(covered.values())].id)
+        watermark = stored[max(covered.values())].id
+        return ViewReplan(ids=ids, watermark=watermark, result=result)
 
     def _stub_open_calls(self) -> None:
         draft = self.draft
@@ -512,8 +520,9 @@ class Turn:
         s.pressure.due = False
         if result is None:
             return False
-        # only a view planned over the stored history can be planned again at commit
+        # only a view planned over the stored history can be written at commit
         self._draft_rows = rows if first else None
+        self._draft_result = result if first else None
         self.draft.cover(result.messages, s.id)
         s.ledger.mark_compaction()
         return True

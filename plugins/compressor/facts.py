@@ -357,7 +357,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 6
+VERSION = 7
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -431,11 +431,14 @@ def message_facts(message: Message) -> dict[str, Any]:
 
 
 def assent_only(text: str) -> bool:
-    """A short reply made only of assent and hand-back words (``yes``, ``go on``, ``do 1``)."""
+    """A short reply made only of assent and hand-back words (``yes``, ``go on``).
+
+    A reply naming one of the options offered (``do 2``, ``yes, 1 and 3``) is a
+    choice, not an assent: which option was taken is a fact of its own.
+    """
     if len(text) >= SHORT_REQUEST_CHARS:
         return False
-    words = _WORD.findall(text.lower())
-    return all(w in _ASSENT or w.isdigit() for w in words)
+    return all(w in _ASSENT for w in _WORD.findall(text.lower()))
 
 
 #: harness notices that carry the result of work done outside the turn (Claude Code's
@@ -587,6 +590,8 @@ def priority(fact: HandoffFact) -> float:
 
 
 _DIGITS = re.compile(r"\d+")
+#: an outcome saying a run passed (its numbers are timings and counts, not the result)
+_PASSING = re.compile(r"(?i)(?:^|\W)(?:ok|pass(?:ed)?|succe(?:ss|ssful|eded)|\d+ passed)(?:\W|$)")
 _FROM = re.compile(r" \(from [^()]*(?:\([^()]*\)[^()]*)*\)$")
 
 
@@ -595,14 +600,17 @@ def shape(fact: HandoffFact) -> str:
 
     A failure that recurs over reruns prints the same line with other ports,
     line numbers and timings, and from other commands; the newest copy stands
-    for all of them. So does a command run again with the same outcome but for
-    its numbers (a test run passing again in another time): the same command,
-    exactly, and its outcome without numbers.
+    for all of them. So does a command run again that passes again but for its
+    numbers (a test run passing in another time): the same command, exactly,
+    and its passing outcome without numbers. Any other outcome keeps its
+    numbers: ``cat VERSION → 1.2.3`` and a later ``→ 1.3.0`` are two facts.
     """
     key = fact.text.strip()
     if fact.kind == "command" and " → " in key:
         subject, outcome = key.split(" → ", 1)
-        return f"{subject} → {_DIGITS.sub('#', outcome)}"
+        if _PASSING.search(outcome):
+            return f"{subject} → {_DIGITS.sub('#', outcome)}"
+        return key
     if fact.kind != "error":
         return key
     return _DIGITS.sub("#", _FROM.sub("", key))

@@ -46,22 +46,29 @@ def _check_arguments(
     return None
 
 
-#: terminal control sequences (CSI such as colours and cursor moves, OSC such as titles
-#: and links, two-byte escapes) and the other C0 controls but tab and newline
+#: terminal control sequences: CSI (``ESC [``: colours, cursor moves), OSC (``ESC ]``:
+#: titles, links), the other escapes (``ESC ( B`` charset choices, ``ESC 7``/``ESC 8``
+#: cursor save and restore, ``ESC =``, ``ESC M``, ``ESC c``), and the C0 controls but
+#: tab, newline and carriage return
 _TERMINAL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: ESC [ params intermediates final
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: ESC ] text BEL / ST
-    r"|\x1b[@-Z\\-_=>()*+][0-9A-Za-z]?"  # two-byte escapes (and charset choices)
-    r"|[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]"
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: ESC [ parameters intermediates final
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: ESC ] text, ended by BEL or ST
+    r"|\x1b[ -/]+[0-~]"  # ESC, intermediates, final: ESC ( B
+    r"|\x1b[0-Z\\^_`-~]"  # ESC and one byte: ESC 7, ESC =, ESC M, ESC c
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 )
 
 
 def plain_text(text: str) -> str:
-    """``text`` as a reader sees it on a terminal's scrollback: control sequences
-    removed, carriage returns as line breaks. A command's captured output keeps
-    its colours and cursor moves, which cost a model tokens and say nothing."""
-    if "\x1b" in text or "\r" in text or _TERMINAL.search(text):
-        text = _TERMINAL.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    """``text`` as a terminal would leave it on screen: control sequences removed,
+    and of a line a carriage return rewrote (a progress bar), what was written last.
+    A command's captured output keeps its colours, cursor moves and every frame of
+    a progress bar, which cost a model tokens and say nothing."""
+    if "\x1b" not in text and "\r" not in text and not _TERMINAL.search(text):
+        return text
+    text = _TERMINAL.sub("", text).replace("\r\n", "\n")
+    if "\r" in text:
+        text = "\n".join(line.rstrip("\r").rpartition("\r")[2] for line in text.split("\n"))
     return text
 
 

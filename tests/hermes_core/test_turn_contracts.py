@@ -262,7 +262,8 @@ class SummarizeAllButLast(ContextEngine):
 
     def compress(self, request: CompressionRequest) -> CompressionResult:
         rows = request.messages
-        start = max(i for i, r in enumerate(rows) if r.message.tool_calls)
+        rounds = [i for i, r in enumerate(rows) if r.message.tool_calls]
+        start = max(rounds) if rounds else len(rows) - 1  # no tool round: keeps the last row
         ids = [r.id for r in rows[:start]]
         summary = NewMessage(message=Message(role="user", content=f"summary of {len(rows)}: {ids}"))
         kept = [NewMessage(message=r.message, origin_id=r.id) for r in rows[start:]]
@@ -332,6 +333,80 @@ def test_commit_compresses_the_whole_turn_when_its_rest_outgrew_the_view(
     _turn_compressed_mid_way(session, threshold, "word " * int(threshold * 0.6))
     active = [row.message.text() for row in session.active_messages()]
     assert active[0].startswith("summary of 10: ")
+
+
+class SummarizeDifferently(SummarizeAllButLast):
+    """Like a model's summary: another text on every call; counts its calls."""
+
+    name = "summarize-differently"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def compress(self, request: CompressionRequest) -> CompressionResult:
+        self.calls += 1
+        result = super().compress(request)
+        summary = result.messages[0].message
+        result.messages[0] = NewMessage(
+            message=summary.model_copy(update={"content": f"{summary.text()} (call {self.calls})"})
+        )
+        return result
+
+
+def test_commit_writes_the_mid_turn_view_without_asking_the_engine_again(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    """A model would summarise the same rows in other words: commit writes the view the
+    turn was sent on, so the prefix holds and no second summary is paid for."""
+    engine = SummarizeDifferently()
+
+    class Plugin:
+        @hookimpl
+        def register_context_engines(self, register):  # type: ignore[no-untyped-def]
+            register(engine)
+
+    hermes = host(Plugin(), compression={"engine": "summarize-differently"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    view = _turn_compressed_mid_way(session, threshold, "done")
+    assert engine.calls == 1
+    assert view[1]["content"].endswith("(call 1)")
+    texts = [row.message.text() for row in session.active_messages()]
+    assert texts == [view[1]["content"], "", "output", "done"]
+    chat(session, "next")
+    assert hermes.store().prefix_entries(session.id)[-1].break_reason is None
+
+
+def test_commit_does_not_replan_a_view_over_history_compressed_during_the_turn(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    """A manual compression after the mid-turn view replaces the history it was planned
+    over: commit then compresses what is there now, never the archived rows again."""
+    hermes = host(SummarizeAllButLastPlugin(), compression={"engine": "summarize-all-but-last"})
+    session = hermes.new_session(cwd=".")
+    for i in range(3):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    with session.turn() as turn:
+        turn.prepare("long task")
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
+            usage(threshold + 100),
+        )
+        turn.add_tool_result("c1", "output")
+        assert turn.prepare().compressed
+        assert turn.compress(manual=True).status == "compressed"
+        kept = {row.id for row in session.active_messages()}
+        archived = {row.id for row in hermes.store().all_messages(session.id)} - kept
+        turn.record_response({"role": "assistant", "content": "done"}, usage(100))
+        turn.commit()
+    summary = session.active_messages()[0].message.text()
+    assert summary.startswith("summary of ")
+    quoted = {int(x) for x in summary.split("[", 1)[1].rstrip("]").split(", ") if x}
+    # commit compressed what the manual compression left and the turn, not its archive
+    assert quoted and not quoted & archived, (summary, archived)
 
 
 # -- item 5: an unanswered tool call ---------------------------------------------------

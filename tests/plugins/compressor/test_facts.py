@@ -254,11 +254,12 @@ def test_a_reply_that_only_assents_is_no_fact_but_a_short_request_is() -> None:
         Message(role="user", content="yes, do that"),
         Message(role="assistant", content="Added the test in sync_test.go."),
         Message(role="user", content="ok, now continue"),
-        Message(role="user", content="yeah do 1"),
+        Message(role="user", content="yeah do 2"),
         Message(role="user", content="use postgres"),
     ]
     requests = [f.text for f in extract_facts(messages, [1, 2, 3, 4, 5, 6]) if f.kind == "request"]
-    assert requests == ["use postgres"]
+    # a reply naming one of the options offered is a choice, kept in the user's words
+    assert requests == ["yeah do 2", "use postgres"]
     # the answer before the assent closed a turn and carries its meaning
     closing = [f for f in extract_facts(messages, [1, 2, 3, 4, 5, 6]) if f.message_id == 1]
     assert closing and closing[0].kind == "answer"
@@ -371,8 +372,12 @@ def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_resul
         Message(role="tool", tool_call_id="c2", content="ok  github.com/x/cli 73.996s"),
         bash("c3", "sed -n '1,260p' README.md"),
         Message(role="tool", tool_call_id="c3", content=readme),
+        bash("v1", "cat VERSION"),
+        Message(role="tool", tool_call_id="v1", content="1.2.3"),
+        bash("v2", "cat VERSION"),
+        Message(role="tool", tool_call_id="v2", content="1.3.0"),
     ]
-    facts = extract_facts(messages, list(range(1, 11)))
+    facts = extract_facts(messages, list(range(1, 15)))
     chosen = [f.text for f in select_facts(facts, 10_000)]
     # the same poll passing again: the newest copy stands for both
     assert [t for t in chosen if t.startswith("write_stdin")] == [
@@ -380,6 +385,11 @@ def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_resul
     ]
     # two different commands: both kept, with their own timings
     assert any("71.643s" in t for t in chosen) and any("73.996s" in t for t in chosen)
+    # the same command with another outcome (not a pass): both values are facts
+    assert [t for t in chosen if "VERSION" in t] == [
+        "Bash: cat VERSION → 1.2.3",
+        "Bash: cat VERSION → 1.3.0",
+    ]
     # a file the shell printed: "created" in its text is no result of the command
     [view] = [f for f in facts if f.text.startswith("Bash: sed -n")]
     [run] = [f for f in facts if "71.643s" in f.text]
