@@ -218,6 +218,55 @@ MIGRATIONS: tuple[Migration, ...] = (
         SELECT word FROM ts_stat('SELECT tsv FROM message_search') ORDER BY word;
         """,
     ),
+    Migration(
+        "0009_search_words_without_key",
+        """
+        -- no unique key on the vocabulary: with one, a writer inserting a new word holds
+        -- its key until commit, so a second writer of the same word waits for it (a long
+        -- import blocks other sessions' commits) and two writers of several chunks each
+        -- can deadlock. A word is inserted when no committed or own row holds it; two
+        -- writers of the same new word at once may both insert it, and the readers of
+        -- search_words ask for DISTINCT words.
+        ALTER TABLE search_words DROP CONSTRAINT search_words_pkey;
+        CREATE INDEX search_words_word ON search_words (word);
+        CREATE OR REPLACE FUNCTION search_words_add() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        BEGIN
+            INSERT INTO search_words (word)
+            SELECT DISTINCT w FROM added, unnest(tsvector_to_array(added.tsv)) AS w
+            WHERE NOT EXISTS (SELECT 1 FROM search_words s WHERE s.word = w);
+            RETURN NULL;
+        END $$;
+        """,
+    ),
+    Migration(
+        "0010_search_unparsed_rows",
+        r"""
+        -- true when a run of letters and digits of body (any non-ASCII character counted
+        -- as one) lies in no lexeme of tsv: the parser split it ('1.5ms' gives '1.5' and
+        -- 'ms'; '2024-01-05T10' gives '2024', '-01', '-05', 't10'), or dropped it (XML
+        -- tags, entities, URL protocols, superscripts, words over 2,047 bytes). A
+        -- fragment of such a run is in no word of the vocabulary: these rows are looked
+        -- for through the partial trigram index on this condition (search.py). The runs
+        -- that are whole lexemes are set aside by a hash (EXCEPT), the others are looked
+        -- for in the lexemes joined by spaces (a run holds no space, so a match lies
+        -- inside one lexeme).
+        CREATE FUNCTION search_unparsed(body text, tsv tsvector) RETURNS boolean
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            WITH words AS (SELECT pg_catalog.tsvector_to_array(tsv) AS a),
+            joined AS (SELECT pg_catalog.array_to_string(a, ' ') AS s FROM words),
+            runs AS (
+                SELECT pg_catalog.lower(r[1]) AS run
+                FROM pg_catalog.regexp_matches(body, '(?:[[:alnum:]]|[^-])+', 'g') r
+                EXCEPT SELECT pg_catalog.unnest(a) FROM words)
+            SELECT EXISTS (
+                SELECT 1 FROM runs, joined WHERE pg_catalog.strpos(joined.s, runs.run) = 0)
+        $$;
+        -- the partial trigram index of the narrower condition of 0008 (tags, entities, URL
+        -- heads, long words) is built again on this one (migrations.ensure_trigram)
+        DROP INDEX IF EXISTS message_search_trgm_unparsed;
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)
@@ -281,8 +330,7 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
         except errors.Error as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return None, f"pg_trgm unavailable ({reason}); substring search runs unindexed"
+            return None, f"pg_trgm unavailable ({_reason(exc)}); substring search runs unindexed"
         row = conn.execute(
             "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
         ).fetchone()
@@ -290,7 +338,7 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             return None, "pg_trgm unavailable; substring search runs unindexed"
     ext_schema = str(row[0]).strip('"')
     ops = sql.Identifier(ext_schema)
-    _ensure_indexes(
+    failed = _ensure_indexes(
         conn,
         {
             "message_search_trgm": sql.SQL(
@@ -302,40 +350,67 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
                 "CREATE INDEX IF NOT EXISTS message_search_trgm_unparsed ON message_search "
                 "USING gin (body {}.gin_trgm_ops) WHERE "
             ).format(ops)
-            + sql.SQL(UNPARSED),
+            + sql.SQL(UNPARSED.format(alias="")),
             "search_words_trgm": sql.SQL(
                 "CREATE INDEX IF NOT EXISTS search_words_trgm ON search_words "
                 "USING gin (word {}.gin_trgm_ops)"
             ).format(ops),
         },
     )
+    if failed:  # the substring passes that lean on these indexes are not taken
+        return None, f"pg_trgm {'; '.join(failed)}; substring search runs unindexed"
     return ext_schema, f"pg_trgm {ext_schema}.gin_trgm_ops index on message_search.body"
 
 
-#: rows whose letters and digits may lie outside every lexeme of their ``tsv``: the
-#: parser drops XML tags (``<a href=x>``), entities (``&amp;``), URL protocol heads
-#: (``https://``) and words longer than 2,047 bytes (a run of 680 such characters may
-#: be one). A fragment is looked up in the vocabulary for the other rows, and through
-#: the trigram index (partial, on this condition) for these.
-UNPARSED = "(body ~ '[<&]|://|(?:[[:alnum:]_./-]{170}){4}')"
+#: rows with a run of letters and digits that lies in no lexeme of their ``tsv``
+#: (migration ``0010_search_unparsed_rows``): the parser splits ``1.5ms`` and
+#: ``2024-01-05T10``, drops XML tags (``<a href=x>``), entities (``&amp;``), URL
+#: protocol heads (``https://``), superscripts and words longer than 2,047 bytes. A
+#: fragment is looked up in the vocabulary for the other rows, and through the trigram
+#: index (partial, on this condition) for these. ``{alias}``: the table's, or empty.
+UNPARSED = "search_unparsed({alias}body, {alias}tsv)"
 
 
-def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> None:
-    """Create the indexes of ``wanted`` (name -> statement) that do not exist yet."""
+#: an optional index build waits at most this long for the writers of ``message_search``
+#: (it needs a lock that an open writing transaction holds off); it is tried again on the
+#: next open
+INDEX_LOCK_TIMEOUT = "10s"
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> list[str]:
+    """Create the indexes of ``wanted`` (name -> statement) that do not exist yet.
+
+    Each is built in a transaction of its own; one that cannot be built (no
+    privilege, no disk, a writer holding the table past :data:`INDEX_LOCK_TIMEOUT`)
+    is logged and left out: the store opens without it.
+
+    :return: one line per index left out.
+    """
+    from psycopg import errors
+
     rows = conn.execute(
         "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
         "AND indexname = ANY(%s)",
         (list(wanted),),
     ).fetchall()
     missing = [name for name in wanted if name not in {str(r[0]) for r in rows}]
-    if not missing:
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-        for name in missing:
-            LOG.info("postgres schema: creating index %s", name)
-            conn.execute(wanted[name])
+    failed: list[str] = []
+    for name in missing:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", (INDEX_LOCK_TIMEOUT,))
+                LOG.info("postgres schema: creating index %s", name)
+                conn.execute(wanted[name])
+        except errors.Error as exc:
+            LOG.warning("postgres schema: index %s not built (%s)", name, _reason(exc))
+            failed.append(f"index {name} not built: {_reason(exc)}")
+    return failed
 
 
 #: the expression the RUM index is built on: the tsvector, under a name the GIN index
@@ -370,13 +445,13 @@ def ensure_rum(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS rum SCHEMA public")
         except errors.Error as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            reason = _reason(exc)
             return None, f"rum unavailable ({reason}); words ranked by ts_rank over the GIN index"
         row = conn.execute(query).fetchone()
         if row is None:
             return None, "rum unavailable; words ranked by ts_rank over the GIN index"
     ext_schema = str(row[0]).strip('"')
-    _ensure_indexes(
+    failed = _ensure_indexes(
         conn,
         {
             "message_search_rum": sql.SQL(
@@ -385,4 +460,6 @@ def ensure_rum(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             ).format(sql.SQL(RANKED_TSV.format(alias="")), sql.Identifier(ext_schema))
         },
     )
+    if failed:
+        return None, f"rum {'; '.join(failed)}; words ranked by ts_rank over the GIN index"
     return ext_schema, f"rum {ext_schema}.rum_tsvector_ops index ranks message_search.tsv"

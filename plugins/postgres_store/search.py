@@ -133,9 +133,12 @@ def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
     Without ``rum`` every match is ranked, reading its ``tsvector`` from the
     heap. With ``rum`` the RUM index gives the best :data:`RUM_POOL` ``* k`` by
     its own rank (``tsv <=> query``: ``ts_rank`` without length
-    normalisation) from the index alone, and only those are ranked: the same
-    ``k`` when the word has at most that many matches, otherwise the best of the
-    pool (a short row the index rates below the pool is not seen). The ranking
+    normalisation) from the index alone, and only those are ranked; a last
+    column counts the pool's rows (at most one more than the pool), so the
+    caller can tell when the word has more matches than the pool: the best of
+    the pool may then differ from the best of all (a short row the index rates
+    below the pool, or the newer of tied rows, is not seen) and the caller
+    ranks through GIN instead (see :func:`_word_rows`). The ranking
     reads ``message_search`` alone and keeps the best ``k``; only those are
     joined to ``messages`` (joining every match first costs an index lookup per
     matching row, most of a common word's search). The active-only condition
@@ -145,8 +148,8 @@ def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
     where = " AND ".join([f"({RANKED}) @@ {tsquery}" if rum else f"f.tsv @@ {tsquery}"])
     where = " AND ".join([where, *query.scope])
     best = "LIMIT %(k)s"
-    if rum:  # the index's best pool, in its order; then the best k of those
-        best = f"ORDER BY ({RANKED}) <=> {tsquery} LIMIT %(pool)s"
+    if rum:  # the index's best pool (and one more), in its order; then the best k of those
+        best = f"ORDER BY ({RANKED}) <=> {tsquery} LIMIT %(pool)s + 1"
     if "m.active" in query.scope:
         rows = (
             "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
@@ -157,17 +160,32 @@ def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
             return rows + "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
         return (
             "SELECT p.id, p.session_id, p.role, p.active, p.compacted, p.created_at, p.root, "
-            f"p.body, p.r FROM ({rows}{best}) p ORDER BY p.r DESC, p.id DESC LIMIT %(k)s"
+            f"p.body, p.r, count(*) OVER () FROM ({rows}{best}) p "
+            "ORDER BY p.r DESC, p.id DESC LIMIT %(k)s"
         )
     rows = f"SELECT f.message_id, f.body, {relevance} FROM message_search f WHERE {where} "
+    pooled = ""
     if rum:
-        rows = f"SELECT p.message_id, p.body, p.r FROM ({rows}{best}) p "
+        rows = f"SELECT p.message_id, p.body, p.r, count(*) OVER () AS n FROM ({rows}{best}) p "
+        pooled = ", t.n"
     return (
         "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
-        f"coalesce(m.origin_root, m.id), t.body, t.r FROM ({rows}"
+        f"coalesce(m.origin_root, m.id), t.body, t.r{pooled} FROM ({rows}"
         f"ORDER BY r DESC, message_id DESC LIMIT %(k)s) t "
         "JOIN messages m ON m.id = t.message_id ORDER BY t.r DESC, m.id DESC"
     )
+
+
+def _word_rows(
+    conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int, *, rum: bool
+) -> list[Any]:
+    """The best ``k`` rows matching ``tsquery`` (see :func:`word_sql`): from the RUM pool
+    when it holds every match (then its best are the best of all), else through GIN."""
+    if rum:
+        rows = _run(conn, word_sql(q, tsquery, rum=True), q, k)
+        if not rows or int(rows[0][-1]) <= k * RUM_POOL:
+            return [row[:-1] for row in rows]
+    return _run(conn, word_sql(q, tsquery), q, k)
 
 
 def substring_sql(query: Query, likes: str, *, bounded: bool, indexed: bool) -> str:
@@ -209,13 +227,13 @@ def search(
             # scoped to sessions, the session index finds their few rows: a ranked scan
             # of the whole database's matches would read each one's session from the heap
             rum = indexes.rum and q.words <= RUM_MAX_TERMS and session_ids is None
-            rows = _run(conn, word_sql(q, q.all_words, rum=rum), q, k)
+            rows = _word_rows(conn, q, q.all_words, k, rum=rum)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
             if len(hits := rank(found, terms, limit)) >= limit:
                 return hits
             if q.any_word is not None and q.words > 1:
-                rows = _run(conn, word_sql(q, q.any_word, rum=rum), q, k)
+                rows = _word_rows(conn, q, q.any_word, k, rum=rum)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
                 if len(hits := rank(found, terms, limit)) >= limit:
@@ -330,7 +348,7 @@ def _vocabulary_rows(
     for index in range(len(q.terms)):
         words = _exec(
             conn,
-            "SELECT word FROM search_words WHERE word ILIKE %s LIMIT %s",
+            "SELECT DISTINCT word FROM search_words WHERE word ILIKE %s LIMIT %s",
             (q.params[f"p{index}"], MAX_WORDS + 1),
         ).fetchall()
         if len(words) > MAX_WORDS:
@@ -345,27 +363,37 @@ def _vocabulary_rows(
         arrays = [[w for g in arrays for w in g]]
     tests = [f"f.tsv @@ ANY(%(w{i})s::text[]::tsquery[])" for i in range(len(arrays))]
     params = {f"w{i}": group for i, group in enumerate(arrays)}
-    unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.replace('body', 'f.body')})"
+    unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.format(alias='f.')})"
     holds = f"(({' AND '.join(tests)}) OR {unparsed})" if tests else unparsed
     span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
     # a bitmap of each index, ANDed with the id range's: only the rows matching both
     # are read (an index scan would test the words on every row of the range)
-    _exec(
-        conn,
-        "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off"
-        if "m.active" not in q.scope
-        else "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
-        # a nested loop over the newest matches, not a hash of messages
-        "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off",
-    )
+    off = ["enable_seqscan", "enable_indexscan"]
+    if "m.active" in q.scope:  # a nested loop over the newest matches, not a hash of messages
+        off += ["enable_hashjoin", "enable_mergejoin"]
+    previous = _set_local(conn, dict.fromkeys(off, "off"))
     for low, high in ((max(0, lo - window), lo), (0, max(0, lo - window))):
         if high > low:
             for row in _run(conn, newest_sql(q, holds, span), q, k, lo=low, hi=high, **params):
                 rows[int(row[0])] = row
             if len(rows) >= k:
                 break
-    _exec(conn, "SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = on")
+    _set_local(conn, previous)  # the later passes plan as the caller's settings say
     return [rows[mid] for mid in sorted(rows, reverse=True)[:k]]
+
+
+def _set_local(conn: psycopg.Connection[Any], settings: dict[str, str]) -> dict[str, str]:
+    """Set ``settings`` for the rest of the transaction; return their previous values
+    (to set back: ``RESET`` would give the server's default, not the session's value).
+    On an error the transaction is rolled back, and its ``SET LOCAL`` with it."""
+    names = list(settings)
+    picks = ", ".join(f"current_setting(%(n{i})s)" for i in range(len(names)))
+    sets = ", ".join(f"set_config(%(n{i})s, %(v{i})s, true)" for i in range(len(names)))
+    params = {f"n{i}": name for i, name in enumerate(names)}
+    params.update({f"v{i}": settings[name] for i, name in enumerate(names)})
+    row = _exec(conn, f"SELECT {picks}", params).fetchone()
+    _exec(conn, f"SELECT {sets}", params)
+    return {name: str(value) for name, value in zip(names, row or (), strict=True)}
 
 
 def newest_sql(query: Query, *conditions: str) -> str:

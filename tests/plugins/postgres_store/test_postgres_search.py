@@ -116,12 +116,190 @@ def test_migration_0008_fills_the_vocabulary_of_an_existing_database(
     # what the previous version left: no vocabulary, no trigger, no migration record
     raw(pg_dsn, schema, "DROP TABLE search_words CASCADE")
     raw(pg_dsn, schema, "DROP FUNCTION search_words_add() CASCADE")
-    raw(pg_dsn, schema, "DELETE FROM schema_migrations WHERE name = '0008_search_words'")
+    raw(pg_dsn, schema, "DELETE FROM schema_migrations WHERE name LIKE '000__search_words%%'")
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         assert raw(pg_dsn, schema, "SELECT count(*) FROM search_words")[0][0] > 300
         assert run(store, "orbla", pg_search.Indexes(trigram=True)) == wanted
         store.append_messages(sid, [NewMessage(message=Message(role="user", content="quuxorblaz"))])
     assert raw(pg_dsn, schema, "SELECT word FROM search_words WHERE word = 'quuxorblaz'")
+
+
+def test_concurrent_imports_of_shared_new_words_neither_block_nor_deadlock(
+    pg_dsn: str, schema: str, small_probe: None
+) -> None:
+    """Two writers, each in a transaction of several INSERTs (more than writes.CHUNK
+    messages), with new words in common, in opposite orders: with a unique key on the
+    vocabulary the second waited for the first's keys, and the first then for the
+    second's (deadlock detected). Neither may wait for the other."""
+    import threading
+    import time
+
+    from hermes_plugin_postgres_store import writes
+
+    n = writes.CHUNK + 1
+    with (
+        PostgresSessionStore(pg_dsn, schema=schema) as first,
+        PostgresSessionStore(pg_dsn, schema=schema) as second,
+    ):
+        sa = first.create_session(NewSession(title="import")).id
+        sb = second.create_session(NewSession(title="live")).id
+        # the import: 'zzqnew' in its first INSERT, 'aaqnew' in its last
+        batch_a = [NewMessage(message=Message(role="user", content="zzqnew"))]
+        batch_a += [
+            NewMessage(message=Message(role="user", content=f"row{i} common{i % 7}"))
+            for i in range(n - 2)
+        ]
+        batch_a.append(NewMessage(message=Message(role="user", content="aaqnew")))
+        batch_b = [
+            NewMessage(message=Message(role="user", content=f"aaqnew zzqnew live{i} common{i}"))
+            for i in range(n)
+        ]
+        # the import's last INSERT sleeps, so the live writer runs between its INSERTs
+        raw(
+            pg_dsn,
+            schema,
+            "CREATE FUNCTION nap() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF EXISTS (SELECT 1 FROM added WHERE message::jsonb->>'content' = 'aaqnew') "
+            "THEN PERFORM pg_sleep(3); END IF; RETURN NULL; END $$",
+        )
+        raw(
+            pg_dsn,
+            schema,
+            "CREATE TRIGGER nap AFTER INSERT ON messages REFERENCING NEW TABLE AS added "
+            "FOR EACH STATEMENT EXECUTE FUNCTION nap()",
+        )
+        errors: dict[str, str] = {}
+        took: dict[str, float] = {}
+
+        def write(name: str, store: PostgresSessionStore, sid: str, batch: list[Any]) -> None:
+            started = time.monotonic()
+            try:
+                store.append_messages(sid, batch)
+            except Exception as exc:  # reported below
+                errors[name] = repr(exc)
+            took[name] = time.monotonic() - started
+
+        ta = threading.Thread(target=write, args=("import", first, sa, batch_a))
+        ta.start()
+        time.sleep(0.8)  # the import's first INSERT is done, its last one sleeping
+        write("live", second, sb, batch_b)
+        ta.join()
+        assert errors == {}
+        # the live writer did not wait for the import's commit
+        assert took["live"] < 2.5, took
+        raw(pg_dsn, schema, "DROP TRIGGER nap ON messages")
+        for word in ("aaqnew", "zzqnew", "common3", "live7"):
+            assert raw(pg_dsn, schema, "SELECT 1 FROM search_words WHERE word = %s", (word,))
+        for fragment in ("aqne", "zqne", "ive7"):
+            exact = run(first, fragment, pg_search.Indexes(trigram=False), limit=500)
+            assert (
+                exact and run(first, fragment, pg_search.Indexes(trigram=True), limit=500) == exact
+            )
+
+
+@pytest.mark.parametrize("caller", ["on", "off"])
+def test_vocabulary_pass_leaves_the_planner_settings_as_it_found_them(
+    pg_dsn: str, schema: str, small_probe: None, caller: str
+) -> None:
+    """The rare-fragment pass turns plans off for its own queries only: the passes after it
+    (and the caller's later statements in the transaction) plan as before."""
+    names = ("enable_hashjoin", "enable_mergejoin", "enable_seqscan", "enable_indexscan")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store)
+        with store._tx() as conn:
+            for name in names:
+                conn.execute(f"SET LOCAL {name} = {caller}")
+            hits = pg_search.search(
+                conn,
+                "orblat",
+                session_ids=None,
+                include_compacted=False,
+                limit=5,
+                indexes=pg_search.Indexes(trigram=True),
+            )
+            after = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}
+    assert hits  # the vocabulary pass ran (the probe of the newest rows found too few)
+    assert after == dict.fromkeys(names, caller)
+
+
+#: pieces of text where the word parser splits or drops a run of letters and digits
+PIECES = [
+    "{n}.{d}ms",
+    "{n}.{d}MB",
+    "{y}-0{d}-1{d}T{d}0:00:00Z",
+    "{n}.{d}{w}",
+    "v{d}.{n}.{d}{w}",
+    "0x{d}F{w}",
+    "{n}{w}",
+    "{w}{n}",
+    "{w}²³⁴",
+    "x²{d}",
+    "Ünï{w}",
+    "{w}—{w}",
+    "{w}_{w}",
+    "{w}-{w}",
+    "<{w} id={n}>",
+    "&{w};",
+    "https://{w}.org/{w}",
+    "{w}@{w}.com",
+    "/srv/{w}/{n}.py",
+    "{n}:{d}{w}",
+    "{n}/{d}{w}",
+    "{n},{d}{w}",
+    "数据{w}",
+    "{w}",
+    "{w} {w}",
+    "{n}",
+]
+
+
+def mixed_rows(seed: int, count: int) -> list[str]:
+    import random
+
+    rnd = random.Random(seed)
+    words = ["alpha", "kb", "total", "zeta", "qux", "ab", "ms", "delta"]
+
+    def piece() -> str:
+        return rnd.choice(PIECES).format(
+            n=rnd.randint(0, 99),
+            d=rnd.randint(0, 9),
+            y=rnd.randint(2020, 2029),
+            w=rnd.choice(words),
+        )
+
+    return [" ".join(piece() for _ in range(rnd.randint(1, 5))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fragments_of_split_runs_are_found_through_the_vocabulary(
+    pg_dsn: str, schema: str, small_probe: None, seed: int
+) -> None:
+    """Random rows of decimals with units, dates, versions, superscripts, non-ASCII letters,
+    tags, URLs...: every fragment of a run of letters and digits in them (as the query
+    parser cuts terms) is found through the vocabulary as by the exact scan."""
+    import random
+    import re
+
+    rows = mixed_rows(seed, 300)
+    runs = sorted({found for row in rows for found in re.findall(r"[^\W_]{3,}", row)})
+    rnd = random.Random(seed)
+    fragments = set()
+    for whole in rnd.sample(runs, min(60, len(runs))):
+        start = rnd.randint(0, len(whole) - 3)
+        fragments.add(whole[start : rnd.randint(start + 3, len(whole))])
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        sid = store.create_session(NewSession(title="mixed")).id
+        store.append_messages(
+            sid, [NewMessage(message=Message(role="user", content=t)) for t in rows]
+        )
+        fast = pg_search.Indexes(trigram=True)
+        exact = pg_search.Indexes(trigram=False)
+        misses = [
+            fragment
+            for fragment in sorted(fragments)
+            if run(store, fragment, fast, limit=10) != run(store, fragment, exact, limit=10)
+        ]
+    assert misses == []
 
 
 @pytest.mark.parametrize("include_compacted", [True, False])
@@ -176,6 +354,67 @@ def test_without_rum_search_ranks_through_gin_and_agrees(pg_dsn: str, plain_data
     # fewer matches than the RUM pool: the same rows, in the same order, with the same scores
     assert without == with_rum
     assert all(without.values())
+
+
+def test_rum_and_gin_agree_beyond_the_rum_pool(pg_dsn: str, schema: str) -> None:
+    """More matches than the RUM pool (``RUM_POOL * k``), tied or rated lower by the index's
+    own rank: the index's pool held the oldest of the tied rows and missed the short ones,
+    which rank first by length-normalised ts_rank. The hits are the GIN path's."""
+    limit = 5
+    pool = pg_search.RUM_POOL * max(limit * 3 + 10, 30)
+    texts = [("zebra " * 40) + " ".join(f"filler{i}_{j}" for j in range(60)) for i in range(pool)]
+    texts += [f"zebra stripe tied {i % 2}" for i in range(pool)]
+    texts += ["the zebra", "zebra crossing fixed"]
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        if not store.ranked_index:
+            pytest.skip(f"rum is not installed on this server: {store.describe()['search']}")
+        sid = store.create_session(NewSession(title="ties")).id
+        store.append_messages(
+            sid, [NewMessage(message=Message(role="user", content=t)) for t in texts]
+        )
+        for query in ("zebra", "zebra crossing", "stripe", "stripe tied", "tied 1"):
+            for include_compacted in (True, False):
+                kw = {"limit": limit, "include_compacted": include_compacted}
+                gin = run(store, query, pg_search.Indexes(rum=False), **kw)
+                assert run(store, query, pg_search.Indexes(rum=True), **kw) == gin, query
+        newest = max(h.message_id for h in store.search("zebra", limit=50))
+        assert run(store, "stripe", pg_search.Indexes(rum=True), limit=1) == [newest - 2]
+
+
+def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed optional index build (here: a writer holds message_search past the lock
+    timeout; a missing privilege or a full disk fail the same way) leaves that index out,
+    says so in describe(), and searches without it; the next open builds it."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from hermes_plugin_postgres_store import migrations
+
+    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "200ms", raising=False)
+    # the server's own lock timeout for the role (the builds set theirs)
+    impatient = make_conninfo(pg_dsn, options="-c lock_timeout=200ms")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=30)
+        wanted = {q: run(store, q, pg_search.Indexes(trigram=False)) for q in ("orbla", "line 7")}
+        had_rum = store.ranked_index
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    raw(pg_dsn, schema, "DROP INDEX IF EXISTS message_search_rum")
+    with psycopg.connect(pg_dsn) as writer:  # an open transaction writing message_search
+        writer.execute(f'SET search_path TO "{schema}"')
+        writer.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")
+        with PostgresSessionStore(impatient, schema=schema) as store:
+            status = store.describe()["search"]
+            assert "index message_search_trgm_unparsed not built" in status, status
+            assert store.substring_index is False and store.ranked_index is False
+            if had_rum:
+                assert "index message_search_rum not built" in status, status
+            assert {q: [h.message_id for h in store.search(q, limit=20)] for q in wanted} == wanted
+        writer.rollback()
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert store.substring_index and store.ranked_index == had_rum
+        assert "not built" not in store.describe()["search"]
 
 
 def test_rum_ranks_in_ci(pg_dsn: str, schema: str) -> None:
