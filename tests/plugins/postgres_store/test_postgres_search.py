@@ -215,7 +215,7 @@ def test_vocabulary_pass_leaves_the_planner_settings_as_it_found_them(
                 limit=5,
                 indexes=pg_search.Indexes(trigram=True),
             )
-            after = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}
+            after = {name: conn.execute(f"SHOW {name}").fetchall()[0][0] for name in names}
     assert hits  # the vocabulary pass ran (the probe of the newest rows found too few)
     assert after == dict.fromkeys(names, caller)
 
