@@ -7,9 +7,6 @@
 # - creates the cluster (pg_createcluster) when it does not exist, then starts it;
 # - creates the role and database `hermes_test` (UTF-8, C.UTF-8 locale) on 127.0.0.1;
 # - enables pg_trgm in that database when the extension is available;
-# - installs the Debian package postgresql-<version>-rum when missing and enables rum in
-#   that database (not a trusted extension: the store cannot create it itself), so search
-#   ranks word matches from the RUM index; without it the store falls back to GIN + ts_rank;
 # - prints ONLY `export HERMES_CORE_POSTGRES_DSN=...` on stdout (progress goes to stderr).
 #
 # Environment: HERMES_PG_VERSION (default: 15 when installed, else the newest installed),
@@ -82,19 +79,6 @@ if psql_admin -d hermes_test -c "CREATE EXTENSION IF NOT EXISTS pg_trgm" >&2 2>/
     log "pg_trgm enabled in hermes_test"
 else
     log "warning: pg_trgm is not available; substring search runs without a trigram index"
-fi
-
-if [ ! -f "/usr/share/postgresql/$version/extension/rum.control" ]; then
-    log "installing the Debian package postgresql-$version-rum"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y -qq "postgresql-$version-rum" >&2; then
-        apt-get update -qq >&2 && apt-get install -y -qq "postgresql-$version-rum" >&2 || true
-    fi
-fi
-if psql_admin -d hermes_test -c "CREATE EXTENSION IF NOT EXISTS rum SCHEMA public" >&2 2>/dev/null; then
-    log "rum enabled in hermes_test"
-else
-    log "warning: rum is not available; search ranks through GIN and ts_rank"
 fi
 
 printf 'export HERMES_CORE_POSTGRES_DSN=%q\n' "postgresql://hermes_test:${password}@127.0.0.1:${port}/hermes_test"

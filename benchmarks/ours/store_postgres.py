@@ -140,7 +140,7 @@ def build_database(dsn: str, schema: str, total: int) -> None:
 
     The store creates the schema; rows go in with COPY into a staging table,
     then INSERT ... SELECT into ``messages`` and ``message_search`` (the same
-    rows ``append_messages`` writes); the GIN and RUM indexes are dropped during the
+    rows ``append_messages`` writes); the GIN indexes are dropped during the
     load and recreated with their original definitions.
     """
     drop_schema(dsn, schema)
@@ -151,8 +151,7 @@ def build_database(dsn: str, schema: str, total: int) -> None:
         conn.execute("SET maintenance_work_mem = '512MB'")
         indexes = conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
-            "AND tablename = 'message_search' "
-            "AND (indexdef LIKE '%%USING gin%%' OR indexdef LIKE '%%USING rum%%')",
+            "AND tablename = 'message_search' AND indexdef LIKE '%%USING gin%%'",
             (schema,),
         ).fetchall()
         for name, _ in indexes:

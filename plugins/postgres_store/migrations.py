@@ -6,10 +6,10 @@ that records a migration this version does not know was written by a newer
 hermes-core: opening it raises :class:`SchemaVersionError` and changes
 nothing. Never edit or reorder a released migration; append a new one.
 
-The trigram indexes (``pg_trgm``) and the ranked word index (``rum``) are not
-migrations: each is created when its extension is available (on any open, so
-an extension installed later is picked up) and skipped (and reported) when it
-is not, so the same schema works on servers with and without them.
+The trigram indexes (``pg_trgm``) are not migrations: they are created when
+the extension is available (on any open, so an extension installed later is
+picked up) and skipped (and reported) when it is not, so the same schema works
+on servers with and without it.
 """
 
 from __future__ import annotations
@@ -411,55 +411,3 @@ def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> li
             LOG.warning("postgres schema: index %s not built (%s)", name, _reason(exc))
             failed.append(f"index {name} not built: {_reason(exc)}")
     return failed
-
-
-#: the expression the RUM index is built on: the tsvector, under a name the GIN index
-#: does not have, so the planner takes RUM for ranked scans only (a RUM bitmap scan of a
-#: query of many alternatives, as a fragment's vocabulary gives, takes seconds)
-RANKED_TSV = "{alias}tsv || ''::tsvector"
-
-
-def ensure_rum(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
-    """Make sure the ``rum`` extension and the ranked word index exist, when the server allows.
-
-    RUM keeps each lexeme's positions in the index, so ``tsv <=> query`` returns
-    the best-ranked matches of a word from the index alone (a GIN index holds
-    no positions: ``ts_rank`` reads every matching row's ``tsvector`` from the
-    heap). ``rum`` is not a trusted extension: an administrator installs the
-    package and runs ``CREATE EXTENSION rum`` once (``.ci/start-postgres.sh``
-    does); without it search ranks through the GIN index and ``ts_rank``.
-
-    :return: ``(schema holding rum or None, a one-line status)``.
-    """
-    from psycopg import errors, sql
-
-    query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'rum'"
-    row = conn.execute(query).fetchone()
-    if row is None:
-        available = conn.execute(
-            "SELECT 1 FROM pg_available_extensions WHERE name = 'rum'"
-        ).fetchone()
-        if available is None:
-            return None, "rum not installed; words ranked by ts_rank over the GIN index"
-        try:
-            with conn.transaction():
-                conn.execute("CREATE EXTENSION IF NOT EXISTS rum SCHEMA public")
-        except errors.Error as exc:
-            reason = _reason(exc)
-            return None, f"rum unavailable ({reason}); words ranked by ts_rank over the GIN index"
-        row = conn.execute(query).fetchone()
-        if row is None:
-            return None, "rum unavailable; words ranked by ts_rank over the GIN index"
-    ext_schema = str(row[0]).strip('"')
-    failed = _ensure_indexes(
-        conn,
-        {
-            "message_search_rum": sql.SQL(
-                "CREATE INDEX IF NOT EXISTS message_search_rum ON message_search "
-                "USING rum (({}) {}.rum_tsvector_ops)"
-            ).format(sql.SQL(RANKED_TSV.format(alias="")), sql.Identifier(ext_schema))
-        },
-    )
-    if failed:
-        return None, f"rum {'; '.join(failed)}; words ranked by ts_rank over the GIN index"
-    return ext_schema, f"rum {ext_schema}.rum_tsvector_ops index ranks message_search.tsv"

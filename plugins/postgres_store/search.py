@@ -35,17 +35,12 @@ from typing import TYPE_CHECKING, Any
 from hermes_core.searchkit import Candidate, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
 
-from .migrations import RANKED_TSV, UNPARSED
+from .migrations import UNPARSED
 
 if TYPE_CHECKING:
     import psycopg
 
 MAX_CANDIDATES = 20_000
-#: the RUM index ranks a pass of at most this many word terms (its cost grows with
-#: the number of alternatives); a longer query ranks through GIN and ts_rank
-RUM_MAX_TERMS = 8
-#: the RUM index's best this many times ``k`` are ranked by ``ts_rank`` (see word_sql)
-RUM_POOL = 4
 #: a fragment held by more vocabulary words than this is looked for in the trigram index
 MAX_WORDS = 1_000
 #: a fragment is first looked for in this many of the newest rows (read in id order)
@@ -54,7 +49,6 @@ PROBE_ROWS = 1_000
 PROBE_MORE_ROWS = 8_000
 #: the first range of older rows asked through the vocabulary is at least this long
 WINDOW_ROWS = 50_000
-RANKED = RANKED_TSV.format(alias="f.")
 _PLAIN = re.compile(r"[^\W_]{3,}")
 #: substrings are looked for in the newest rows first (see _substring_rows)
 NEWEST_WINDOW = 20_000
@@ -78,8 +72,6 @@ class Indexes:
 
     #: pg_trgm: the trigram indexes and the vocabulary's
     trigram: bool = True
-    #: rum: ``message_search_rum`` ranks word matches
-    rum: bool = False
 
 
 def lexeme(word: str) -> str:
@@ -126,66 +118,33 @@ class Query:
         return "(" + glue.join(like.format(body=body) for like in self._likes) + ")"
 
 
-def word_sql(query: Query, tsquery: str, *, rum: bool = False) -> str:
+def word_sql(query: Query, tsquery: str) -> str:
     """The best ``k`` rows whose tsvector matches ``tsquery`` by ``ts_rank`` (length
     normalised), newest first on a tie.
 
-    Without ``rum`` every match is ranked, reading its ``tsvector`` from the
-    heap. With ``rum`` the RUM index gives the best :data:`RUM_POOL` ``* k`` by
-    its own rank (``tsv <=> query``: ``ts_rank`` without length
-    normalisation) from the index alone, and only those are ranked; a last
-    column counts the pool's rows (at most one more than the pool), so the
-    caller can tell when the word has more matches than the pool: the best of
-    the pool may then differ from the best of all (a short row the index rates
-    below the pool, or the newer of tied rows, is not seen) and the caller
-    ranks through GIN instead (see :func:`_word_rows`). The ranking
-    reads ``message_search`` alone and keeps the best ``k``; only those are
-    joined to ``messages`` (joining every match first costs an index lookup per
-    matching row, most of a common word's search). The active-only condition
-    needs ``messages``, so with it the join stays inside.
+    Every match is found through the GIN index and ranked, reading its
+    ``tsvector`` from the heap. The ranking reads ``message_search`` alone and
+    keeps the best ``k``; only those are joined to ``messages`` (joining every
+    match first costs an index lookup per matching row, most of a common word's
+    search). The active-only condition needs ``messages``, so with it the join
+    stays inside.
     """
     relevance = f"ts_rank(f.tsv, {tsquery}, 1)::float8 AS r"
-    where = " AND ".join([f"({RANKED}) @@ {tsquery}" if rum else f"f.tsv @@ {tsquery}"])
-    where = " AND ".join([where, *query.scope])
-    best = "LIMIT %(k)s"
-    if rum:  # the index's best pool (and one more), in its order; then the best k of those
-        best = f"ORDER BY ({RANKED}) <=> {tsquery} LIMIT %(pool)s + 1"
+    where = " AND ".join([f"f.tsv @@ {tsquery}", *query.scope])
     if "m.active" in query.scope:
-        rows = (
+        return (
             "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
             f"coalesce(m.origin_root, m.id) AS root, f.body, {relevance} "
             f"FROM message_search f JOIN messages m ON m.id = f.message_id WHERE {where} "
-        )
-        if not rum:
-            return rows + "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
-        return (
-            "SELECT p.id, p.session_id, p.role, p.active, p.compacted, p.created_at, p.root, "
-            f"p.body, p.r, count(*) OVER () FROM ({rows}{best}) p "
-            "ORDER BY p.r DESC, p.id DESC LIMIT %(k)s"
+            "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
         )
     rows = f"SELECT f.message_id, f.body, {relevance} FROM message_search f WHERE {where} "
-    pooled = ""
-    if rum:
-        rows = f"SELECT p.message_id, p.body, p.r, count(*) OVER () AS n FROM ({rows}{best}) p "
-        pooled = ", t.n"
     return (
         "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
-        f"coalesce(m.origin_root, m.id), t.body, t.r{pooled} FROM ({rows}"
-        f"ORDER BY r DESC, message_id DESC LIMIT %(k)s) t "
+        f"coalesce(m.origin_root, m.id), t.body, t.r FROM ({rows}"
+        "ORDER BY r DESC, message_id DESC LIMIT %(k)s) t "
         "JOIN messages m ON m.id = t.message_id ORDER BY t.r DESC, m.id DESC"
     )
-
-
-def _word_rows(
-    conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int, *, rum: bool
-) -> list[Any]:
-    """The best ``k`` rows matching ``tsquery`` (see :func:`word_sql`): from the RUM pool
-    when it holds every match (then its best are the best of all), else through GIN."""
-    if rum:
-        rows = _run(conn, word_sql(q, tsquery, rum=True), q, k)
-        if not rows or int(rows[0][-1]) <= k * RUM_POOL:
-            return [row[:-1] for row in rows]
-    return _run(conn, word_sql(q, tsquery), q, k)
 
 
 def substring_sql(query: Query, likes: str, *, bounded: bool, indexed: bool) -> str:
@@ -224,16 +183,13 @@ def search(
         found: list[Candidate] = []
         full = False
         if q.all_words is not None:  # every term as words, then some of them
-            # scoped to sessions, the session index finds their few rows: a ranked scan
-            # of the whole database's matches would read each one's session from the heap
-            rum = indexes.rum and q.words <= RUM_MAX_TERMS and session_ids is None
-            rows = _word_rows(conn, q, q.all_words, k, rum=rum)
+            rows = _run(conn, word_sql(q, q.all_words), q, k)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
             if len(hits := rank(found, terms, limit)) >= limit:
                 return hits
             if q.any_word is not None and q.words > 1:
-                rows = _word_rows(conn, q, q.any_word, k, rum=rum)
+                rows = _run(conn, word_sql(q, q.any_word), q, k)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
                 if len(hits := rank(found, terms, limit)) >= limit:
@@ -252,7 +208,7 @@ def search(
 
 
 def _run(conn: psycopg.Connection[Any], sql: str, q: Query, k: int, **extra: Any) -> list[Any]:
-    params = {**q.params, "k": k, "pool": k * RUM_POOL, **extra}
+    params = {**q.params, "k": k, **extra}
     # never a prepared statement: psycopg prepares a query run five times, and the
     # server may then keep a generic plan, blind to how many rows the words or the id
     # range hold (and to the planner settings made for this query)

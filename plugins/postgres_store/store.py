@@ -72,7 +72,7 @@ from .connection import (
     open_pool,
     require_dsn,
 )
-from .migrations import ensure_rum, ensure_trigram, migrate
+from .migrations import ensure_trigram, migrate
 from .rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -128,25 +128,20 @@ class PostgresSessionStore(SessionStore):
             conn.execute(f"SET search_path TO {_quote_ident(self.schema)}")
             try:
                 migrate(conn, self.schema)
-                trgm_schema, trgm_status = ensure_trigram(conn)
-                rum_schema, rum_status = ensure_rum(conn)
+                trgm_schema, self.search_status = ensure_trigram(conn)
             except self._pg.Error as exc:
                 raise StoreError(
                     f"cannot prepare schema {self.schema!r} in PostgreSQL "
                     f"({describe_dsn(self._dsn)}): {_first_line(exc)}"
                 ) from None
-        self.search_status = f"{trgm_status}; {rum_status}"
         #: True when a pg_trgm index serves substring search
         self.substring_index = trgm_schema is not None
-        #: True when a RUM index ranks word matches (else GIN + ts_rank)
-        self.ranked_index = rum_schema is not None
-        self._indexes = search.Indexes(trigram=self.substring_index, rum=self.ranked_index)
+        self._indexes = search.Indexes(trigram=self.substring_index)
         if not self.substring_index:
-            LOG.warning("postgres store (schema %r): %s", self.schema, trgm_status)
+            LOG.warning("postgres store (schema %r): %s", self.schema, self.search_status)
         path = [_quote_ident(self.schema)]
-        for ext_schema in dict.fromkeys(s for s in (trgm_schema, rum_schema) if s):
-            if ext_schema != self.schema:
-                path.append(_quote_ident(ext_schema))
+        if trgm_schema and trgm_schema != self.schema:
+            path.append(_quote_ident(trgm_schema))
         self._pool: ConnectionPool[Any] = open_pool(
             self._dsn,
             search_path=", ".join(path),
@@ -200,7 +195,6 @@ class PostgresSessionStore(SessionStore):
             "dsn": describe_dsn(self._dsn),
             "schema": self.schema,
             "substring_index": self.substring_index,
-            "ranked_index": self.ranked_index,
             "search": self.search_status,
             "fts_index_cap": self.fts_index_cap,
         }

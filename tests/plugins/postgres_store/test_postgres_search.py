@@ -1,14 +1,12 @@
-"""PostgreSQL search paths: the RUM ranked index and its GIN fallback, the word vocabulary.
+"""PostgreSQL search paths: the word vocabulary, the optional index builds, the planner.
 
-Real servers only: the fallback runs in a database of its own where ``rum`` is
-not installed (a non-superuser cannot create it); the vocabulary path is
-compared with the exact substring scan on the same rows, with the probe sizes
-made small so that every stage of it runs on a few hundred rows.
+Real servers only: the vocabulary path is compared with the exact substring
+scan on the same rows, with the probe sizes made small so that every stage of
+it runs on a few hundred rows.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -217,7 +215,7 @@ def test_vocabulary_pass_leaves_the_planner_settings_as_it_found_them(
                 limit=5,
                 indexes=pg_search.Indexes(trigram=True),
             )
-            after = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}
+            after = {name: conn.execute(f"SHOW {name}").fetchall()[0][0] for name in names}
     assert hits  # the vocabulary pass ran (the probe of the newest rows found too few)
     assert after == dict.fromkeys(names, caller)
 
@@ -308,8 +306,8 @@ def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
 ) -> None:
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         fill(store)
-        fast = pg_search.Indexes(trigram=True, rum=store.ranked_index)
-        exact = pg_search.Indexes(trigram=False, rum=False)
+        fast = pg_search.Indexes(trigram=True)
+        exact = pg_search.Indexes(trigram=False)
         for fragment in [*FRAGMENTS, "orbla zorblat", "orbla xyzzy", "div orbla"]:
             for limit in (1, 3, 20):
                 kw = {"limit": limit, "include_compacted": include_compacted}
@@ -320,65 +318,6 @@ def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
         # the rows the parser does not index as words are found too
         texts = {h.message_id: h.snippet for h in store.search("orbla", limit=20)}
         assert len(texts) == len([t for t in TRICKY if "orbla" in t.lower()])
-
-
-@pytest.fixture
-def plain_database(pg_dsn: str) -> Iterator[str]:
-    """A database of its own, made by the test role: ``rum`` is not installed in it
-    (it is not a trusted extension), ``pg_trgm`` is (trusted)."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    name = f"hermes_norum_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(pg_dsn, dbname=name)
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def test_without_rum_search_ranks_through_gin_and_agrees(pg_dsn: str, plain_database: str) -> None:
-    queries = ["zorblat", "filler nothing", "line 7", "orbla", "filler zorblat", "ZORBLATION"]
-    with PostgresSessionStore(plain_database, schema="hermes") as store:
-        assert store.ranked_index is False
-        assert "rum" in store.describe()["search"] and store.substring_index
-        fill(store, filler=60)
-        without = {q: [(h.snippet, h.score) for h in store.search(q, limit=5)] for q in queries}
-    with scratch_schema(pg_dsn) as schema, PostgresSessionStore(pg_dsn, schema=schema) as store:
-        if not store.ranked_index:
-            pytest.skip(f"rum is not installed on this server: {store.describe()['search']}")
-        fill(store, filler=60)
-        with_rum = {q: [(h.snippet, h.score) for h in store.search(q, limit=5)] for q in queries}
-    # fewer matches than the RUM pool: the same rows, in the same order, with the same scores
-    assert without == with_rum
-    assert all(without.values())
-
-
-def test_rum_and_gin_agree_beyond_the_rum_pool(pg_dsn: str, schema: str) -> None:
-    """More matches than the RUM pool (``RUM_POOL * k``), tied or rated lower by the index's
-    own rank: the index's pool held the oldest of the tied rows and missed the short ones,
-    which rank first by length-normalised ts_rank. The hits are the GIN path's."""
-    limit = 5
-    pool = pg_search.RUM_POOL * max(limit * 3 + 10, 30)
-    texts = [("zebra " * 40) + " ".join(f"filler{i}_{j}" for j in range(60)) for i in range(pool)]
-    texts += [f"zebra stripe tied {i % 2}" for i in range(pool)]
-    texts += ["the zebra", "zebra crossing fixed"]
-    with PostgresSessionStore(pg_dsn, schema=schema) as store:
-        if not store.ranked_index:
-            pytest.skip(f"rum is not installed on this server: {store.describe()['search']}")
-        sid = store.create_session(NewSession(title="ties")).id
-        store.append_messages(
-            sid, [NewMessage(message=Message(role="user", content=t)) for t in texts]
-        )
-        for query in ("zebra", "zebra crossing", "stripe", "stripe tied", "tied 1"):
-            for include_compacted in (True, False):
-                kw = {"limit": limit, "include_compacted": include_compacted}
-                gin = run(store, query, pg_search.Indexes(rum=False), **kw)
-                assert run(store, query, pg_search.Indexes(rum=True), **kw) == gin, query
-        newest = max(h.message_id for h in store.search("zebra", limit=50))
-        assert run(store, "stripe", pg_search.Indexes(rum=True), limit=1) == [newest - 2]
 
 
 def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
@@ -398,39 +337,40 @@ def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         fill(store, filler=30)
         wanted = {q: run(store, q, pg_search.Indexes(trigram=False)) for q in ("orbla", "line 7")}
-        had_rum = store.ranked_index
     raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
-    raw(pg_dsn, schema, "DROP INDEX IF EXISTS message_search_rum")
     with psycopg.connect(pg_dsn) as writer:  # an open transaction writing message_search
         writer.execute(f'SET search_path TO "{schema}"')
         writer.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")
         with PostgresSessionStore(impatient, schema=schema) as store:
             status = store.describe()["search"]
             assert "index message_search_trgm_unparsed not built" in status, status
-            assert store.substring_index is False and store.ranked_index is False
-            if had_rum:
-                assert "index message_search_rum not built" in status, status
+            assert store.substring_index is False
             assert {q: [h.message_id for h in store.search(q, limit=20)] for q in wanted} == wanted
         writer.rollback()
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
-        assert store.substring_index and store.ranked_index == had_rum
+        assert store.substring_index
         assert "not built" not in store.describe()["search"]
 
 
-def test_rum_ranks_in_ci(pg_dsn: str, schema: str) -> None:
+def test_words_rank_through_gin_the_store_builds_no_other_index_kind(
+    pg_dsn: str, schema: str
+) -> None:
+    """Words are ranked by ts_rank over the GIN index: opening the store builds btree and
+    GIN indexes only (a ranked index of another kind cost a write on every append and
+    was never faster), and describe() reports no ranked index."""
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=5)
         info = store.describe()
-        assert isinstance(info["ranked_index"], bool)
-        if in_ci():  # .ci/start-postgres.sh installs and creates rum
-            assert info["ranked_index"], info["search"]
-        if info["ranked_index"]:
-            indexes = raw(
-                pg_dsn,
-                schema,
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'message_search_rum' "
-                "AND schemaname = current_schema()",
-            )
-            assert indexes and "USING rum" in indexes[0][0]
+        assert [h.snippet for h in store.search("ZORBLATION", limit=5)] == ["UPPER ZORBLATION here"]
+    kinds = raw(
+        pg_dsn,
+        schema,
+        "SELECT c.relname, a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+        "WHERE c.relkind = 'i' AND c.relnamespace = current_schema()::regnamespace",
+    )
+    assert ("message_search_tsv", "gin") in kinds, kinds
+    assert {am for _, am in kinds} <= {"btree", "gin"}, kinds
+    assert "ranked_index" not in info
 
 
 def test_search_leaves_no_prepared_statement(pg_dsn: str, schema: str) -> None:
