@@ -35,3 +35,16 @@ def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Plu
     site = PluginSite(tmp_path / "site", monkeypatch)
     yield site
     site.forget()
+
+
+@pytest.fixture(scope="module")
+def pg_dsn() -> str:
+    """The test PostgreSQL server's DSN; skipped without one, a failure in CI."""
+    from hermes_plugin_postgres_store.testing import find_dsn, in_ci
+
+    dsn, reason = find_dsn()
+    if dsn is None:
+        if in_ci():
+            pytest.fail(f"PostgreSQL tests must run in CI: {reason}")
+        pytest.skip(reason)
+    return dsn

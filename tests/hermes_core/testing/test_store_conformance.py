@@ -16,17 +16,7 @@ import pytest
 
 from hermes_core.testing.store_suite import SessionStoreSuite
 from hermes_hookspecs import NewSession
-from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
-
-
-@pytest.fixture(scope="module")
-def pg_dsn() -> str:
-    dsn, reason = find_dsn()
-    if dsn is None:
-        if in_ci():
-            pytest.fail(f"PostgreSQL tests must run in CI: {reason}")
-        pytest.skip(reason)
-    return dsn
+from hermes_plugin_postgres_store.testing import in_ci, scratch_schema
 
 
 def _sqlite_class() -> Any:

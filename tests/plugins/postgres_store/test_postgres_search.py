@@ -7,7 +7,6 @@ it runs on a few hundred rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from hermes_hookspecs import Message, NewMessage, NewSession
 from hermes_plugin_postgres_store import PostgresSessionStore
 from hermes_plugin_postgres_store import search as pg_search
-from hermes_plugin_postgres_store.testing import find_dsn, in_ci, scratch_schema
 
 #: rows whose fragments sit where the word parser does and does not put lexemes
 TRICKY = [
@@ -30,22 +28,6 @@ TRICKY = [
     "/srv/zorblat/main.py failed",
 ]
 FRAGMENTS = ["orbla", "zorblat", "ckpointsc", "ttps", "div", "amp", "数据库", "ORBLATION", "xyzzy"]
-
-
-@pytest.fixture(scope="module")
-def pg_dsn() -> str:
-    dsn, reason = find_dsn()
-    if dsn is None:
-        if in_ci():
-            pytest.fail(f"PostgreSQL tests must run in CI: {reason}")
-        pytest.skip(reason)
-    return dsn
-
-
-@pytest.fixture
-def schema(pg_dsn: str) -> Iterator[str]:
-    with scratch_schema(pg_dsn) as name:
-        yield name
 
 
 def raw(dsn: str, schema: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

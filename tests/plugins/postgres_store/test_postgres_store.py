@@ -46,7 +46,7 @@ from hermes_plugin_postgres_store import (
     store_options,
 )
 from hermes_plugin_postgres_store.migrations import MIGRATIONS
-from hermes_plugin_postgres_store.testing import drop_schema, find_dsn, in_ci, scratch_schema
+from hermes_plugin_postgres_store.testing import drop_schema, in_ci, scratch_schema
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -55,22 +55,6 @@ def pid(proc: BaseProcess) -> int:
     """A started process's pid (``Process.pid`` is None only before ``start()``)."""
     assert proc.pid is not None
     return proc.pid
-
-
-@pytest.fixture(scope="module")
-def pg_dsn() -> str:
-    dsn, reason = find_dsn()
-    if dsn is None:
-        if in_ci():
-            pytest.fail(f"PostgreSQL tests must run in CI: {reason}")
-        pytest.skip(reason)
-    return dsn
-
-
-@pytest.fixture
-def schema(pg_dsn: str) -> Iterator[str]:
-    with scratch_schema(pg_dsn) as name:
-        yield name
 
 
 @pytest.fixture
