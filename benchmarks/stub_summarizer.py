@@ -38,19 +38,33 @@ class StubSummarizer(Summarizer):
         return SummaryResult(summary=HandoffSummary(progress=STUB_SUMMARY), summarizer=self.name)
 
 
+class InProcessStubSummarizer(StubSummarizer):
+    """The stub declared ``in_process``: the host hands it its input unredacted, as it
+    does the default deterministic summarizer (it sends nothing anywhere)."""
+
+    in_process = True
+
+
 class StubSummarizerPlugin:
-    """Registers :class:`StubSummarizer` under the name ``stub``."""
+    """Registers :class:`StubSummarizer` (or the in-process one) under the name ``stub``."""
+
+    def __init__(self, in_process: bool = False) -> None:
+        self.in_process = in_process
 
     @hookimpl
     def register_summarizers(self, register: Callable[[Summarizer], None]) -> None:
-        register(StubSummarizer())
+        register(InProcessStubSummarizer() if self.in_process else StubSummarizer())
 
 
-def bench_hermes(folder: Path, overrides: dict[str, Any] | None = None) -> Hermes:
+def bench_hermes(
+    folder: Path, overrides: dict[str, Any] | None = None, *, in_process: bool = False
+) -> Hermes:
     """A host on a SQLite file in ``folder`` with the stub summarizer selected.
 
     ``overrides`` are merged section by section over the defaults used here
-    (no memory files outside ``folder``, the stub summarizer).
+    (no memory files outside ``folder``, the stub summarizer). ``in_process``:
+    the stub is declared in process, so its input is not redacted (see
+    :class:`InProcessStubSummarizer`).
     """
     data: dict[str, dict[str, Any]] = {
         "session": {"path": str(folder / "sessions.db")},
@@ -59,4 +73,4 @@ def bench_hermes(folder: Path, overrides: dict[str, Any] | None = None) -> Herme
     }
     for section, values in (overrides or {}).items():
         data.setdefault(section, {}).update(values)
-    return Hermes(settings_from(data), plugins=[StubSummarizerPlugin()])
+    return Hermes(settings_from(data), plugins=[StubSummarizerPlugin(in_process)])

@@ -54,14 +54,24 @@ COMPRESS_TARGET = Target(
 
 
 def time_ours(
-    session: SessionInput, folder: Path, context_length: int, runs: int, recorded: bool
+    session: SessionInput,
+    folder: Path,
+    context_length: int,
+    runs: int,
+    recorded: bool,
+    in_process: bool = False,
 ) -> dict[str, Any]:
     """CPU seconds of the engine's ``compress`` (median of ``runs`` after one warm-up).
 
     ``recorded``: the rows carry the token counts and annotations the runtime
-    records per message (else ``compress`` derives both itself).
+    records per message (else ``compress`` derives both itself). ``in_process``:
+    the stub summarizer is declared in process, so the host does not redact its
+    input (the default deterministic summarizer's case; a summarizer that sends
+    its input to a model gets it redacted, which the other rows include).
     """
-    hermes = bench_hermes(folder, {"model": {"context_length": context_length}})
+    hermes = bench_hermes(
+        folder, {"model": {"context_length": context_length}}, in_process=in_process
+    )
     try:
         engine = hermes.engine()
         tokens = hermes.tokens(MODEL)
@@ -200,6 +210,7 @@ def run_compress(*, runs: int, context_length: int) -> Section:
         for label, session in inputs.items():
             ours = time_ours(session, folder, context_length, runs, recorded=True)
             cold = time_ours(session, folder, context_length, runs, recorded=False)
+            local = time_ours(session, folder, context_length, runs, True, in_process=True)
             theirs = time_theirs(session, folder, context_length, runs, "call_llm")
             minimal = time_theirs(session, folder, context_length, runs, "generate_summary")
             timing.detail[label] = {
@@ -209,6 +220,7 @@ def run_compress(*, runs: int, context_length: int) -> Section:
                 "context_length": context_length,
                 "ours": ours,
                 "ours_cold": cold,
+                "ours_in_process": local,
                 "theirs": theirs,
                 "theirs_generate_summary_seam": minimal,
             }
@@ -237,6 +249,19 @@ def run_compress(*, runs: int, context_length: int) -> Section:
                     unit="ms",
                     ours=cold["cpu_s_median"] * 1000,
                     theirs=theirs["cpu_s_median"] * 1000,
+                ).finish()
+            )
+            timing.rows.append(
+                Row(
+                    key=f"compress_cpu_{label}_in_process",
+                    metric="  same, summarizer in process (its input not redacted)",
+                    unit="ms",
+                    ours=local["cpu_s_median"] * 1000,
+                    theirs=theirs["cpu_s_median"] * 1000,
+                    note=(
+                        "the default deterministic summarizer's case; a summarizer that sends "
+                        "its input to a model gets it redacted first, as the row above"
+                    ),
                 ).finish()
             )
             per_message = ours["record_cpu_s"] / max(1, ours["record_messages"]) * 1e6
