@@ -130,8 +130,8 @@ class Turn:
         self.id = uuid.uuid4().hex
         self.draft = TurnDraft()
         #: what the turn's first mid-turn view was planned over (the stored history and
-        #: the draft as rows): commit plans it again, so the view it writes is the one the
-        #: turn was sent on (see :meth:`_reusable_view`)
+        #: the draft as rows): commit checks it still stands before writing that view
+        #: (see :meth:`_reusable_view`)
         self._draft_rows: list[StoredMessage] | None = None
         #: the engine's answer for that view (commit writes it, see :class:`ViewReplan`)
         self._draft_result: CompressionResult | None = None
@@ -392,7 +392,7 @@ class Turn:
                 # history and the draft up to that point, summarised once), so the next
                 # request keeps its prefix; the rest of the turn follows as is
                 replan = self._replan(reusable, stored) if reusable is not None else None
-                self.compress(reason="post-response", replan=replan)
+                self._compress(reason="post-response", replan=replan)
             elif s.pressure.due:
                 self._maybe_compress(preflight=False)
             return stored
@@ -403,12 +403,11 @@ class Turn:
         """Draft row id -> pending index of the turn's mid-turn view, if commit keeps it.
 
         Commit writes the view the turn was sent on (so the next request keeps its
-        prefix) when the engine can plan it again from the same rows (the turn's
-        first view, planned over the stored history, and that history is still the
-        active view: no compression ran during the turn), every message the view
-        covered is still where it was, and with the rest of the turn after it the view takes
-        at most :data:`REUSE_SHARE` of the threshold: else a full compression buys
-        more room.
+        prefix) when it is the turn's first view, planned over the stored history,
+        and that history is still the active view (no compression ran during the
+        turn), every message the view covered is still where it was, and with the
+        rest of the turn after it the view takes at most :data:`REUSE_SHARE` of the
+        threshold: else a full compression buys more room.
         """
         view, rows = self.draft.view, self._draft_rows
         if view is None or rows is None:
@@ -435,7 +434,7 @@ class Turn:
         return covered if tokens <= self._threshold() * REUSE_SHARE else None
 
     def _replan(self, covered: dict[int, int], stored: list[StoredMessage]) -> ViewReplan | None:
-        """The replan of the mid-turn view once the turn's messages are ``stored``."""
+        """The mid-turn view to write, its draft ids mapped to the ``stored`` ones."""
         rows, result = self._draft_rows, self._draft_result
         if rows is None or result is None or max(covered.values()) >= len(stored):
             return None
@@ -528,6 +527,12 @@ class Turn:
         return True
 
     def compress(
+        self, *, focus: str | None = None, manual: bool = False, reason: str = "manual"
+    ) -> CompressionOutcome:
+        """Compress the session's active context now, under this turn's lease."""
+        return self._compress(focus=focus, manual=manual, reason=reason)
+
+    def _compress(
         self,
         *,
         focus: str | None = None,
@@ -535,11 +540,8 @@ class Turn:
         reason: str = "manual",
         replan: ViewReplan | None = None,
     ) -> CompressionOutcome:
-        """Compress the session's active context now, under this turn's lease.
-
-        :param replan: write this mid-turn view again rather than plan a new cut
-            (see :class:`~hermes_core.compression.ViewReplan`).
-        """
+        """:meth:`compress`; with ``replan``, the mid-turn view is written as the engine
+        answered it instead of a new cut (see :class:`~hermes_core.compression.ViewReplan`)."""
         self._keeper.check()
         outcome = self._run_compression(focus=focus, manual=manual, reason=reason, replan=replan)
         self.session.pressure.due = False
