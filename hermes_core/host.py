@@ -53,7 +53,7 @@ from .registry import Registry
 from .session import Session
 from .thresholds import ThresholdReport, effective_threshold
 from .tokens import Tokens
-from .tools import Toolbox
+from .tools import Toolbox, result_ceiling
 
 CORE_PLUGIN_NAME = "hermes_core.core"
 
@@ -314,6 +314,7 @@ class Hermes:
                     tools,
                     memory.handle_tool_call if memory is not None else None,
                     names - {""},
+                    budget_tokens=result_ceiling(self.threshold().usable_window),
                 )
             return self._toolbox
 

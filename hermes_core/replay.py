@@ -419,7 +419,8 @@ def _score_probes(
         closed_book=round(closed.recall, 4),
         one_search=round(len(searched) / n, 4),
         one_search_source=(
-            f"the {tool} tool's result (budget {toolbox.budget_tokens:,} tokens)"
+            f"the {tool} tool's result (its own budget, within the host's ceiling of "
+            f"{toolbox.budget_tokens:,} tokens)"
             if tool is not None
             else "the places search_with_context found, in full (no session_search tool)"
         ),

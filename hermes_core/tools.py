@@ -39,6 +39,22 @@ def session_lineage(store: SessionStore, session_id: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: one framework tool result takes at most this share of the model's usable window ...
+RESULT_SHARE = 1 / 8
+#: ... and never less than this many tokens, however small the window
+RESULT_FLOOR = 1_000
+
+
+def result_ceiling(usable_window: int) -> int:
+    """The most tokens the host lets one tool result take (:attr:`ToolContext.budget_tokens`).
+
+    A tool's own budget (``[extensions.recall] budget_tokens``) applies beneath
+    it: the ceiling only stops a setting from letting one result crowd a small
+    window.
+    """
+    return max(RESULT_FLOOR, int(usable_window * RESULT_SHARE))
+
+
 class Toolbox:
     """Which tool calls the framework answers, and answering them.
 

@@ -73,6 +73,25 @@ class ToolFunction(BaseModel):
             raise ValueError(f"tool call arguments are not valid JSON ({exc}): {shown!r}") from None
         return value
 
+    def string_values(self) -> list[str]:
+        """The string values of :attr:`arguments`, decoded, in document order (keys left out).
+
+        What the call says in text: a patch's lines with real newlines instead of
+        the ``\\n`` escapes of its JSON, so a reader (identifier extraction)
+        sees the text the model wrote.
+        """
+        out: list[str] = []
+        stack: list[Any] = [json.loads(self.arguments)]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, dict):
+                stack.extend(reversed(list(value.values())))
+            elif isinstance(value, list):
+                stack.extend(reversed(value))
+        return out
+
 
 class ToolCall(BaseModel):
     """One tool call of an assistant message."""

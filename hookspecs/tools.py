@@ -37,7 +37,9 @@ class ToolContext:
     :param store: the session store.
     :param tokens: the token counter for ``model``, to budget results.
     :param model: the session's model.
-    :param budget_tokens: the most tokens one result should take.
+    :param budget_tokens: the most tokens one result should take: the host's ceiling
+        (an eighth of the model's usable window, at least 1,000); a tool's own
+        budget applies beneath it.
     """
 
     session_id: str

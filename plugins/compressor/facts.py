@@ -418,6 +418,7 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
         elif not echo and _ECHO_LINE.match(raw):
             echo = _line(raw)
     boost = 2.5 if errors or results else 0.0
+    results = list(dict.fromkeys(results))  # ``FAIL | FAIL`` says no more than ``FAIL``
     if echo and echo not in results:  # the command the runner ran, before what it printed
         results.insert(0, echo)
     if len(text) <= SHORT_OUTPUT_CHARS:
@@ -451,7 +452,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 7
+VERSION = 8
 
 
 def message_facts(message: Message) -> dict[str, Any]:

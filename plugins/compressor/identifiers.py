@@ -49,16 +49,20 @@ MAX_ERROR_CHARS = 200
 MAX_VALUE_CHARS = 200
 BRANCH_PREFIXES = frozenset({"feature", "fix", "bugfix", "hotfix", "release", "chore"})
 
-_URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
+_URL = re.compile(r"https?://[^\s<>\"'`)\]\\]+")
 _SLASH_RUN = re.compile(r"/[\w.@+-]+(?:/[\w.@+-]+)*/?")
 _LEFT_RUN = re.compile(r"[\w.~@+-]+")
 _NOT_BEFORE_PATH = frozenset(":/\\<")
+#: the letters of the escapes (``\n``, ``\t``, ``\r``) that escaped text shows literally
+_ESCAPE_LETTERS = frozenset("ntr")
 _PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~@+-")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _GIT_WORDS = ("git ", "commit ", "HEAD", "rebase", "cherry-pick")
 _GIT_HINT = re.compile(r"git |commit |HEAD|rebase|cherry-pick")
 _SHA_WINDOW = 8_000
 _SHA = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
+#: a UUID (a session, request or conversation id): its hex groups are no commits
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _REF = re.compile(r"#\d{1,6}(?![\w#;])")
 _REF_WORDS = (
     ("PR", re.compile(r"PR ?#?\d{1,6}\b")),
@@ -95,11 +99,17 @@ def _paths(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
             continue
         if before in _PATH_CHARS:
             left = _LEFT_RUN.match(text[max(0, start - 80) : start][::-1])
-            raw.append(left.group()[::-1] + match.group() if left else match.group())
+            head = left.group()[::-1] if left else ""
+            if head and start - len(head) > 0 and text[start - len(head) - 1] == "\\":
+                # ``\n``, ``\t`` of escaped text (a JSON or debug dump): the letter is
+                # the escape's, not the path's
+                head = head[1:] if head[0] in _ESCAPE_LETTERS else head
+            raw.append(head + match.group())
         else:
             raw.append(match.group())
     for value in dict.fromkeys(raw):
-        value = value.rstrip(".,")
+        # a diff line's sign (``+src/a.py``, ``-src/a.py``) is no part of its path
+        value = value.rstrip(".,").lstrip("+-")
         if _is_path(value):
             out.append(("path", value))
         elif value.count("/") == 1 and value.split("/", 1)[0] in BRANCH_PREFIXES:
@@ -133,6 +143,7 @@ def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
     """Commit ids, looked for only in windows of text that follow a git hint."""
     if not any(hint in text for hint in _GIT_WORDS):
         return
+    uuids = [(m.start(), m.end()) for m in _UUID.finditer(text)] if "-" in text else []
     end = -1
     for hint in _GIT_HINT.finditer(text):
         if hint.start() < end:
@@ -143,6 +154,8 @@ def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
             value = match.group()
             start = match.start()
             if start >= 2 and text[start - 2 : start] == "0x":
+                continue
+            if uuids and any(a <= start < b for a, b in uuids):
                 continue
             if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
                 out.append(("sha", value))

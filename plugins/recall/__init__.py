@@ -12,7 +12,8 @@ calls in :meth:`hermes_core.runtime.Turn.run_framework_tools`):
   stubs and the handoff's recovery pointers name.
 
 Settings, in ``[extensions.recall]``: ``budget_tokens`` (the most one result
-takes, default 2,000), ``default_limit`` (5), ``max_limit`` (20),
+takes, default 3,000; never more than the host allows one tool result, an
+eighth of the model's usable window), ``default_limit`` (5), ``max_limit`` (20),
 ``max_query_chars`` (2,000). Block the plugin (``recall``) to withdraw the tools.
 """
 

@@ -16,7 +16,7 @@ class RecallSettings(SettingsSection):
 
     config_section: ClassVar[str] = f"extensions.{SECTION}"
 
-    budget_tokens: int = Field(default=2_000, ge=200, description="Most tokens of one result.")
+    budget_tokens: int = Field(default=3_000, ge=200, description="Most tokens of one result.")
     default_limit: int = Field(default=5, ge=1, description="Places a search shows by default.")
     max_limit: int = Field(default=20, ge=1, description="Most places one search may ask for.")
     max_query_chars: int = Field(default=2_000, ge=16, description="Longest query accepted.")

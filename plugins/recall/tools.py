@@ -108,6 +108,18 @@ def _excerpt(text: str, limit: int, terms: Sequence[str] = (), offset: int = 0) 
     return passages(text, terms, limit)
 
 
+#: renders :meth:`_Budgeted._fit` tries at most
+FIT_ROUNDS = 8
+#: the smallest per-message cap in characters
+MIN_CAP = 120
+_CUT_MARKS = ("more chars]", "chars skipped]")
+
+
+def _cut(text: str) -> bool:
+    """Whether a rendered result cut a message short (a larger cap would show more)."""
+    return any(mark in text for mark in _CUT_MARKS)
+
+
 def _label(row: StoredMessage) -> str:
     state = "compacted" if row.compacted else ("active" if row.active else "inactive")
     origin = f", copy of #{row.origin_id}" if row.origin_id is not None else ""
@@ -131,18 +143,41 @@ class _Budgeted(AgentTool):
         self.settings = settings
 
     def _fit(self, render: Callable[[int], str], context: ToolContext, start_chars: int) -> str:
-        """Render with a per-message char cap, halving it until the result fits the budget."""
+        """Render with the largest per-message char cap whose result fits the budget.
+
+        The budget is the tool's own (``budget_tokens``) within the host's
+        ceiling (``context.budget_tokens``). From ``start_chars`` the cap
+        shrinks in proportion to an overshoot, or grows while the result
+        leaves a tenth of the budget unused and still cuts a message, closing
+        in on the largest cap that fits in a few renders.
+        """
         budget = min(context.budget_tokens, self.settings.budget_tokens)
+        fits: tuple[int, str] | None = None  # the largest cap known to fit, and its text
+        over: int | None = None  # the smallest cap known not to fit
         limit = start_chars
         text = render(limit)
-        while limit > 120:
+        for _ in range(FIT_ROUNDS):
             used = context.tokens.count(text, context.model)
             if used <= budget:
+                fits = (limit, text)
+                if used >= budget * 0.9 or not _cut(text):
+                    break
+                wanted = int(limit * min(4.0, budget / max(1, used) * 0.95))
+                if over is not None:
+                    wanted = min(wanted, (limit + over) // 2)
+            else:
+                over = limit
+                if limit <= MIN_CAP:
+                    break
+                # shrink in proportion to the overshoot (fixed text does not shrink: a margin)
+                wanted = max(MIN_CAP, min(limit - 1, int(limit * budget / used * 0.9)))
+                if fits is not None:
+                    wanted = max(wanted, (fits[0] + limit) // 2)
+            if wanted == limit or (fits is not None and over is not None and over - fits[0] <= 40):
                 break
-            # shrink in proportion to the overshoot (fixed text does not shrink: a margin)
-            limit = max(120, min(limit - 1, int(limit * budget / used * 0.9)))
+            limit = wanted
             text = render(limit)
-        return text
+        return fits[1] if fits is not None else text
 
 
 class SessionSearchTool(_Budgeted):

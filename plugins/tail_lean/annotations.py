@@ -32,7 +32,7 @@ from hermes_plugin_compressor.identifiers import (
 )
 
 KEY = "lean_identifiers"
-VERSION = 2
+VERSION = 3
 #: identifiers kept per kind and message (the last ones in the text, the newest):
 #: far more than a default 2,000-token index can show, and it bounds the row's size
 MAX_PER_KIND = 1_000
@@ -42,11 +42,16 @@ _STR = {str}
 
 
 def identifier_text(message: Message) -> str:
-    """Content plus tool-call arguments: where identifiers live."""
+    """Content plus the tool calls' argument values, decoded: where identifiers live.
+
+    The decoded values, not the raw JSON: in JSON a patch's newline is ``\\n``,
+    so a path at the start of a line would be read as ``n`` glued to the path.
+    """
     text = message.text()
     calls = message.tool_calls
     if calls:
-        text += "\n" + "\n".join(call.function.arguments for call in calls)
+        values = [value for call in calls for value in call.function.string_values()]
+        text += "\n" + "\n".join(values)
     return text
 
 

@@ -262,6 +262,58 @@ def test_skips_look_alikes(text: str) -> None:
     assert not [v for k, v in found if k in ("path", "ref", "sha")], found
 
 
+@pytest.mark.parametrize(
+    ("text", "wanted", "unwanted"),
+    [
+        # escaped text shown as is (a debug dump, JSON inside output): ``\n\t`` is no
+        # part of the path after it, nor a backslash part of a URL
+        (
+            'SandboxDenied { message: "FAIL\\n\\tgithub.com/soph/sync/run.go:12 +0x1\\n" }',
+            ("path", "github.com/soph/sync/run.go"),
+            ("path", "tgithub.com/soph/sync/run.go"),
+        ),
+        (
+            'trace "at\\n\\t/Users/me/src/app/main.go:3"',
+            ("path", "/Users/me/src/app/main.go"),
+            ("path", "t/Users/me/src/app/main.go"),
+        ),
+        (
+            'remote = "https://github.com/entireio/cli.git\\"',
+            ("url", "https://github.com/entireio/cli.git"),
+            ("url", "https://github.com/entireio/cli.git\\"),
+        ),
+        # a UUID beside git words is a session or request id, not commits
+        (
+            "git log for conversation 019d6d29-8cf7-7fe3-adc9-8c3e4d9d5603 at commit 1a2b3c4",
+            ("sha", "1a2b3c4"),
+            ("sha", "8c3e4d9d5603"),
+        ),
+    ],
+)
+def test_escapes_and_ids_are_not_glued_to_identifiers(
+    text: str, wanted: tuple[str, str], unwanted: tuple[str, str]
+) -> None:
+    found = extract_identifiers(text)
+    assert wanted in found and unwanted not in found, found
+    assert not any(kind == "sha" and value == "019d6d29" for kind, value in found)
+
+
+def test_call_arguments_are_read_decoded_for_identifiers() -> None:
+    # the raw JSON of a patch has ``\n`` before each line: read raw, the path of a
+    # line's start came out glued to an ``n``
+    notes = "Moved:\ninternal/syncer/run.go\n-internal/old/run.go\n+./docs/run.md"
+    call = ToolCall(
+        id="p", function=ToolFunction(name="write", arguments=json.dumps({"text": notes}))
+    )
+    message = Message(role="assistant", tool_calls=[call])
+    found = {
+        value for _kind, value in extract_identifiers(lean_annotations.identifier_text(message))
+    }
+    # and a diff line's sign is no part of its path
+    assert {"internal/syncer/run.go", "internal/old/run.go", "./docs/run.md"} <= found, found
+    assert not {"ninternal/syncer/run.go", "-internal/old/run.go", "+./docs/run.md"} & found
+
+
 def test_index_renders_and_parses_back() -> None:
     index = IdentifierIndex()
     items = extract_identifiers(

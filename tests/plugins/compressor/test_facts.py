@@ -394,3 +394,14 @@ def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_resul
     [view] = [f for f in facts if f.text.startswith("Bash: sed -n")]
     [run] = [f for f in facts if "71.643s" in f.text]
     assert view.score < run.score - 2
+
+
+def test_an_outcome_names_a_repeated_result_line_once() -> None:
+    # go test prints FAIL for the package and again at the end: one says it all
+    output = "=== RUN   TestA\n" * 30 + "--- FAIL: TestA (0.00s)\nFAIL\nFAIL\n"
+    messages = [
+        bash("c1", "go test ./..."),
+        Message(role="tool", tool_call_id="c1", content=output),
+    ]
+    [command] = [f for f in extract_facts(messages, [1, 2]) if f.kind == "command"]
+    assert command.text.count("FAIL") == command.text.count("--- FAIL") + 1, command.text

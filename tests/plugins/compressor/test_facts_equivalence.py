@@ -78,6 +78,7 @@ def reference_outcome(text: str) -> tuple[str, list[str], float]:
         elif not echo and facts._ECHO_LINE.match(raw):
             echo = facts._line(raw)
     boost = 2.5 if errors or results else 0.0
+    results = list(dict.fromkeys(results))
     if echo and echo not in results:
         results.insert(0, echo)
     if len(text) <= facts.SHORT_OUTPUT_CHARS:

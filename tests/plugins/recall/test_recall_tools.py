@@ -250,3 +250,24 @@ def test_plain_text_is_what_a_terminal_leaves_on_screen(raw: str, shown: str) ->
     from hermes_plugin_recall.tools import plain_text
 
     assert plain_text(raw) == shown
+
+
+def test_the_budget_setting_is_the_tools_and_the_window_caps_it(hosts: HostFactory) -> None:
+    # the plugin's own budget_tokens decides a result's size, up to the host's ceiling:
+    # an eighth of the usable window (so a setting can raise it on a large window, and
+    # never lets one result crowd a small one)
+    sizes = {}
+    for window in (8_000, 128_000):
+        host = hosts(
+            model={"context_length": window}, extensions={"recall": {"budget_tokens": 6_000}}
+        )
+        session = host.new_session()
+        texts = [
+            " ".join(f"needle w{i}x{j}" if j % 40 == 0 else f"w{i}x{j}" for j in range(3_000))
+            for i in range(5)
+        ]
+        seed(host, session, texts)
+        [result] = ask(session, call("session_search", {"query": "needle"}))
+        sizes[window] = host.tokens(session.model).count_text(result)
+    assert sizes[8_000] <= 1_000  # (8,000 - 4,096 reserved for output) / 8, floored at 1,000
+    assert 2_000 < sizes[128_000] <= 6_000
