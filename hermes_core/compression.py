@@ -324,6 +324,10 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
         for item in new_messages:
             if item.origin_id is not None and item.origin_id in replan.ids:
                 item.origin_id = replan.ids[item.origin_id]
+            summary = item.message.summary
+            if summary is not None:  # its facts from draft rows name them as stored now
+                mapped = summary.with_stored_ids(replan.ids)
+                item.message = item.message.model_copy(update={"summary": mapped})
         plan.watermark = replan.watermark
     else:
         plan.watermark = max(row.id for row in rows)

@@ -13,6 +13,7 @@ renders the wire dict.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -133,6 +134,11 @@ class HandoffFact(BaseModel):
         opens it), None when unknown.
     :param position: index of that message in the middle, oldest first.
     :param score: how much the fact is worth keeping (higher first).
+    :param draft_id: the draft row (a negative id) it comes from when that row
+        belongs to a turn not committed yet (a mid-turn compaction), so
+        ``message_id`` is None; the turn's commit sets ``message_id`` to the
+        id the row was stored under. The handoff's text, which quoted no id,
+        is left as it was (the prefix holds), and the next compaction quotes it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -144,6 +150,7 @@ class HandoffFact(BaseModel):
     message_id: int | None = None
     position: int = 0
     score: float = 0.0
+    draft_id: int | None = Field(default=None, lt=0)
 
 
 class HandoffSummary(BaseModel):
@@ -216,6 +223,22 @@ class HandoffSummary(BaseModel):
             parts.append(f"## {section.title}\n{body}")
         parts.append(SUMMARY_END)
         return "\n\n".join(parts)
+
+    def with_stored_ids(self, ids: Mapping[int, int]) -> HandoffSummary:
+        """A copy whose facts from draft rows (:attr:`HandoffFact.draft_id`) name the ids
+        ``ids`` maps those rows to (draft id -> stored id); the text is unchanged."""
+
+        def stored(facts: list[HandoffFact]) -> list[HandoffFact]:
+            return [
+                fact.model_copy(update={"message_id": ids[fact.draft_id], "draft_id": None})
+                if fact.draft_id is not None and fact.draft_id in ids
+                else fact
+                for fact in facts
+            ]
+
+        return self.model_copy(
+            update={"facts": stored(self.facts), "reserve": stored(self.reserve)}
+        )
 
 
 class Message(BaseModel):

@@ -368,10 +368,11 @@ class _Work:
             None,
         )
         to_summarize = [it for it in middle if it.message.kind == "message"]
-        # facts come from the rows as stored: pruning has cut their tool output since
+        # facts come from the rows as stored: pruning has cut their tool output since;
+        # a draft row's negative id is kept with its facts for commit to map
         self.facts = extract_facts(
             [it.stored.message if it.stored is not None else it.message for it in to_summarize],
-            [it.recovery_id for it in to_summarize],
+            [it.source_id for it in to_summarize],
             [it.stored.annotations if it.stored is not None else None for it in to_summarize],
         )
         # the tail's long tool outputs yield to the handoff: fit_tail cuts them to excerpts

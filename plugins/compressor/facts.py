@@ -590,6 +590,10 @@ def extract_facts(
 ) -> list[HandoffFact]:
     """Facts of ``messages`` (oldest first; ``ids`` their recovery ids), oldest first.
 
+    A negative id is a draft row of a turn not committed yet: its facts quote
+    no message id and keep it as :attr:`HandoffFact.draft_id`, which the turn's
+    commit maps to the stored id.
+
     :param annotations: the rows' stored annotations, when the messages come
         from the store; a row carrying :data:`KEY` of this :data:`VERSION` is
         not scanned again (rows without it, from importers or older versions,
@@ -607,7 +611,8 @@ def extract_facts(
             HandoffFact(
                 kind=kind,  # type: ignore[arg-type]
                 text=text,
-                message_id=mid,
+                message_id=mid if mid is None or mid > 0 else None,
+                draft_id=mid if mid is not None and mid < 0 else None,
                 position=position,
                 score=round(score, 3),
             )
@@ -662,10 +667,19 @@ def extract_facts(
             if found is not None:
                 index, subject, _tool = found
                 fact = facts[index]
+                # the outcome's message is the one to open (a result of a draft row: its
+                # draft id, for commit to map)
+                where = (
+                    {"message_id": mid, "draft_id": None}
+                    if mid is not None and mid > 0
+                    else {"message_id": None, "draft_id": mid}
+                    if mid is not None
+                    else {}
+                )
                 facts[index] = fact.model_copy(
                     update={
                         "text": f"{subject} → {part['outcome']}",
-                        "message_id": mid or fact.message_id,
+                        **where,
                         "score": round(fact.score + boost, 3),
                     }
                 )

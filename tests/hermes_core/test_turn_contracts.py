@@ -396,6 +396,54 @@ def test_commit_does_not_replan_a_view_over_history_compressed_during_the_turn(
     assert quoted and not quoted & archived, (summary, archived)
 
 
+def test_commit_names_the_stored_ids_of_the_facts_its_mid_turn_handoff_took_from_the_turn(
+    tmp_path: Path, host: HostFactory
+) -> None:
+    """The real compressor plans a mid-turn view over the turn's own early tool rounds
+    (draft rows, no id yet): the handoff quotes no id for them, and commit, writing
+    that view byte for byte, names their stored ids in its facts, so the next
+    compaction quotes ``#N`` that session_open opens."""
+    hermes = host()
+    session = hermes.new_session(cwd=".")
+    for i in range(2):
+        chat(session, f"step {i}")
+    threshold = hermes.threshold(session.model).threshold_tokens
+    log = "".join(f"log line {n} of the build\n" for n in range(700))
+    with session.turn() as turn:
+        turn.prepare("fix the failing build")
+        for k in range(4):
+            arguments = json.dumps({"command": f"go test ./pkg{k}"})
+            reported = usage(threshold + 100) if k == 3 else None
+            turn.record_response(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [call(f"c{k}", "bash", arguments)],
+                },
+                reported,
+            )
+            turn.add_tool_result(f"c{k}", f"--- FAIL: TestPkg{k}\n{log}FAIL\tpkg{k} 0.2s\n")
+            view = turn.prepare()
+        assert view.compressed
+        [sent] = [m for m in view.messages if "[CONTEXT SUMMARY" in str(m.get("content"))]
+        assert "go test ./pkg0" in sent["content"] and "#?" in sent["content"]
+        turn.record_response({"role": "assistant", "content": "fixed"}, usage(100))
+        turn.commit()
+    active = session.active_messages()
+    [summary_row] = [row for row in active if row.message.kind == "summary"]
+    assert summary_row.message.text() == sent["content"]  # the view as it was sent
+    summary = summary_row.message.summary
+    assert summary is not None
+    assert not [f for f in [*summary.facts, *summary.reserve] if f.draft_id is not None]
+    stored = {
+        row.message.tool_call_id: row.id
+        for row in hermes.store().all_messages(session.id)
+        if row.message.role == "tool" and row.origin_id is None
+    }
+    [ran] = [f for f in summary.facts if f.kind == "command" and "go test ./pkg0" in f.text]
+    assert ran.message_id == stored["c0"]
+
+
 # -- item 5: an unanswered tool call ---------------------------------------------------
 def test_commit_stubs_an_unanswered_tool_call_so_the_next_request_is_valid(
     tmp_path: Path,

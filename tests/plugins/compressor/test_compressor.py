@@ -646,3 +646,11 @@ def test_a_turns_draft_rows_get_no_message_id_in_the_handoff() -> None:
     assert "#-" not in rendered and "message id -" not in rendered
     assert "message_id=-" not in " ".join(m.message.text() for m in result.messages)
     assert any(m.origin_id is not None and m.origin_id < 0 for m in result.messages)
+    # its facts from draft rows keep the draft id, for commit to name the stored one
+    drafted = [f for f in result.summary.facts if f.draft_id is not None]
+    assert drafted and all(f.message_id is None for f in drafted)
+    ids = {row.id: 10_000 - row.id for row in stored if row.id < 0}
+    named = result.summary.with_stored_ids(ids)
+    assert named.render() == rendered
+    assert all(f.draft_id is None for f in named.facts)
+    assert {f.message_id for f in named.facts} >= {ids[d] for f in drafted if (d := f.draft_id)}
