@@ -669,7 +669,7 @@ def extract_facts(
                 fact = facts[index]
                 # the outcome's message is the one to open (a result of a draft row: its
                 # draft id, for commit to map)
-                where = (
+                opens = (
                     {"message_id": mid, "draft_id": None}
                     if mid is not None and mid > 0
                     else {"message_id": None, "draft_id": mid}
@@ -679,7 +679,7 @@ def extract_facts(
                 facts[index] = fact.model_copy(
                     update={
                         "text": f"{subject} → {part['outcome']}",
-                        **where,
+                        **opens,
                         "score": round(fact.score + boost, 3),
                     }
                 )

@@ -108,7 +108,8 @@ def _excerpt(text: str, limit: int, terms: Sequence[str] = (), offset: int = 0) 
     return passages(text, terms, limit)
 
 
-#: renders :meth:`_Budgeted._fit` tries at most
+#: renders :meth:`_Budgeted._fit` tries to grow or refine a cap that fits (shrinking
+#: a result over budget goes on until one fits)
 FIT_ROUNDS = 8
 #: the smallest per-message cap in characters
 MIN_CAP = 120
@@ -156,25 +157,28 @@ class _Budgeted(AgentTool):
         over: int | None = None  # the smallest cap known not to fit
         limit = start_chars
         text = render(limit)
-        for _ in range(FIT_ROUNDS):
+        rounds = 0
+        while True:
             used = context.tokens.count(text, context.model)
             if used <= budget:
                 fits = (limit, text)
-                if used >= budget * 0.9 or not _cut(text):
+                if used >= budget * 0.9 or not _cut(text) or rounds >= FIT_ROUNDS:
                     break
                 wanted = int(limit * min(4.0, budget / max(1, used) * 0.95))
                 if over is not None:
                     wanted = min(wanted, (limit + over) // 2)
             else:
                 over = limit
-                if limit <= MIN_CAP:
+                if limit <= MIN_CAP or (fits is not None and rounds >= FIT_ROUNDS):
                     break
-                # shrink in proportion to the overshoot (fixed text does not shrink: a margin)
+                # shrink in proportion to the overshoot (fixed text does not shrink: a margin);
+                # until one render fits, every round shrinks, whatever the round count
                 wanted = max(MIN_CAP, min(limit - 1, int(limit * budget / used * 0.9)))
                 if fits is not None:
                     wanted = max(wanted, (fits[0] + limit) // 2)
             if wanted == limit or (fits is not None and over is not None and over - fits[0] <= 40):
                 break
+            rounds += 1
             limit = wanted
             text = render(limit)
         return fits[1] if fits is not None else text
