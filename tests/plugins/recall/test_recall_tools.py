@@ -271,3 +271,16 @@ def test_the_budget_setting_is_the_tools_and_the_window_caps_it(hosts: HostFacto
         sizes[window] = host.tokens(session.model).count_text(result)
     assert sizes[8_000] <= 1_000  # (8,000 - 4,096 reserved for output) / 8, floored at 1,000
     assert 2_000 < sizes[128_000] <= 6_000
+
+
+def test_a_result_uses_the_room_it_has_when_a_message_is_cut(hosts: HostFactory) -> None:
+    # one long matching message: the renderer grows its room to near the whole budget
+    # (default 3,000 tokens at a 128K window) instead of stopping at the first that fits
+    host = hosts(model={"context_length": 128_000})
+    session = host.new_session()
+    text = " ".join(f"needle w{j}" if j % 25 == 0 else f"w{j}" for j in range(20_000))
+    seed(host, session, [text])
+    [result] = ask(session, call("session_search", {"query": "needle"}))
+    used = host.tokens(session.model).count_text(result)
+    assert "more chars]" in result or "chars skipped]" in result
+    assert 2_700 <= used <= 3_000, used  # a tenth of the budget unused at most (old: 2,670)
