@@ -397,6 +397,29 @@ def _member(name: str, value: Any) -> list[str]:
     return out
 
 
+#: the classes an integrator drives, in reading order: (module, class)
+RUNTIME_CLASSES = (
+    ("hermes_core.host", "Hermes"),
+    ("hermes_core.session", "Session"),
+    ("hermes_core.turn", "Turn"),
+    ("hermes_core.async_turn", "AsyncTurn"),
+    ("hermes_core.requests", "PreparedRequest"),
+)
+
+
+def runtime_markdown() -> str:
+    """The runtime's classes (:data:`RUNTIME_CLASSES`), rendered as the contract's are:
+    docstring, then each public method and property with its signature and docstring
+    (a model's fields as a table)."""
+    out: list[str] = []
+    for module_name, name in RUNTIME_CLASSES:
+        cls = getattr(importlib.import_module(module_name), name)
+        parts = _member(name, cls)
+        parts[0] = parts[0].replace("### interface ", "### class ", 1)
+        out += parts
+    return "\n".join(part.rstrip("\n") + "\n" for part in out if part.strip())
+
+
 def reference_markdown() -> str:
     """The reference of every contract module, as Markdown."""
     out: list[str] = []

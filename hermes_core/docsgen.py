@@ -155,8 +155,16 @@ def reference_section() -> str:
     return reference_markdown()
 
 
+def runtime_section() -> str:
+    """Hermes, Session, Turn and what they hand back (see :mod:`hermes_core.apiref`)."""
+    from .apiref import runtime_markdown
+
+    return runtime_markdown()
+
+
 SECTIONS = {
     "docs/hooks.md": ("hooks", hooks_section),
+    "docs/runtime.md": ("runtime", runtime_section),
     "docs/configuration.md": ("config", config_section),
     "docs/cli.md": ("cli", cli_section),
     "docs/reference.md": ("reference", reference_section),
