@@ -233,7 +233,18 @@ def _pieces(text: str) -> list[tuple[int, int]]:
 
 
 def passages(text: str, terms: Iterable[str], limit: int) -> str:
-    """About ``limit`` characters of ``text``: its passages covering the most query terms.
+    """About ``limit`` characters of ``text``: its passages covering the most query terms
+    (:meth:`Passages.excerpt`)."""
+    return Passages(text, terms).excerpt(limit)
+
+
+class Passages:
+    """A text cut into passages, each with the query terms it covers: made once,
+    excerpted at any size (a result fitted to a token budget cuts the same texts
+    to several sizes; the coverage does not change with the size).
+
+    :meth:`excerpt` is about ``limit`` characters of the text, its passages
+    covering the most query terms.
 
     The text is cut into passages (lines; a long line into pieces of
     :data:`PASSAGE_CHARS`). Passages are taken best first: most distinct terms
@@ -244,11 +255,33 @@ def passages(text: str, terms: Iterable[str], limit: int) -> str:
     no term shows its head and its tail (a command's output ends with its
     verdict). The whole text when it fits.
     """
-    if len(text) <= limit:
-        return text
-    matcher = TermMatcher(terms)
-    pieces = _pieces(text)
-    covered = [sum(matcher.covered(text[a:b])) for a, b in pieces]
+
+    def __init__(self, text: str, terms: Iterable[str]) -> None:
+        self.text = text
+        self._terms = tuple(terms)
+        self._plan: tuple[list[tuple[int, int]], list[int]] | None = None
+
+    def _planned(self) -> tuple[list[tuple[int, int]], list[int]]:
+        """The passages' ``(start, end)`` and the terms each covers (made on first use)."""
+        if self._plan is None:
+            matcher = TermMatcher(self._terms)
+            pieces = _pieces(self.text)
+            covered = [sum(matcher.covered(self.text[a:b])) for a, b in pieces]
+            self._plan = (pieces, covered)
+        return self._plan
+
+    def excerpt(self, limit: int) -> str:
+        """About ``limit`` characters of the text (see the class docstring)."""
+        text = self.text
+        if len(text) <= limit:
+            return text
+        pieces, covered = self._planned()
+        return _select(text, pieces, covered, limit)
+
+
+def _select(text: str, pieces: list[tuple[int, int]], covered: list[int], limit: int) -> str:
+    """The excerpt of :class:`Passages` (see its docstring) from the passages and their
+    coverage."""
     chosen: set[int] = set()
     used = 0
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hermes_core.search import SearchResult, search_with_context
-from hermes_core.searchkit import passages
+from hermes_core.searchkit import Passages
 from hermes_hookspecs import AgentTool, Message, NotFoundError, StoredMessage, ToolContext
 
 from .settings import RecallSettings
@@ -95,17 +95,34 @@ def display_text(message: Message) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def _excerpt(text: str, limit: int, terms: Sequence[str] = (), offset: int = 0) -> str:
-    """At most about ``limit`` chars of ``text``: the passages covering the most query
-    terms (:func:`hermes_core.searchkit.passages`), or from ``offset``."""
-    if offset:
+class _Rows:
+    """What a result shows of each row, made once per call: its display text and its
+    passages (:class:`hermes_core.searchkit.Passages`). Fitting a result to its budget
+    renders it several times at other sizes; the texts and their coverage stay."""
+
+    def __init__(self, terms: Sequence[str] = ()) -> None:
+        self.terms = tuple(terms)
+        self._texts: dict[int, Passages] = {}
+
+    def passages(self, row: StoredMessage) -> Passages:
+        found = self._texts.get(row.id)
+        if found is None:
+            found = self._texts[row.id] = Passages(display_text(row.message), self.terms)
+        return found
+
+    def text(self, row: StoredMessage) -> str:
+        return self.passages(row).text
+
+    def excerpt(self, row: StoredMessage, limit: int, offset: int = 0) -> str:
+        """At most about ``limit`` chars of the row: the passages covering the most query
+        terms, or from ``offset``."""
+        if not offset:
+            return self.passages(row).excerpt(limit)
+        text = self.text(row)
         text_from = text[offset:]
         if len(text_from) <= limit:
             return f"…[from char {offset:,}] {text_from}"
         return f"…[chars {offset:,}-{offset + limit:,} of {len(text):,}] {text_from[:limit]}…"
-    if len(text) <= limit:
-        return text
-    return passages(text, terms, limit)
 
 
 #: renders :meth:`_Budgeted._fit` tries to grow or refine a cap that fits (shrinking
@@ -127,13 +144,13 @@ def _label(row: StoredMessage) -> str:
     return f"#{row.id} {row.message.role} ({state}{origin})"
 
 
-def _harness_label(row: StoredMessage) -> str:
-    size = len(display_text(row.message))
+def _harness_label(row: StoredMessage, rows: _Rows) -> str:
+    size = len(rows.text(row))
     return f"{_label(row)}: [text the harness injected ({row.message.harness}), {size:,} chars]"
 
 
-def _render(row: StoredMessage, limit: int, terms: Sequence[str] = (), offset: int = 0) -> str:
-    body = _excerpt(display_text(row.message), limit, terms, offset)
+def _render(row: StoredMessage, limit: int, rows: _Rows, offset: int = 0) -> str:
+    body = rows.excerpt(row, limit, offset)
     if row.message.kind == "summary":
         body = f"[an earlier compaction summary] {body}"
     return f"{_label(row)}: {body}"
@@ -252,18 +269,16 @@ class SessionSearchTool(_Budgeted):
                 f"No message of this session's history matches {query!r}. Try fewer or other "
                 "words, or one distinctive identifier (a file name, an error fragment)."
             )
-        terms = _WORD.findall(query) or [query]
+        rows = _Rows(_WORD.findall(query) or [query])
         per_message = max(400, self.settings.budget_tokens * 4 // max(1, 3 * len(results)))
 
         def render(limit_chars: int) -> str:
-            return self._render(query, results, terms, limit_chars)
+            return self._render(query, results, rows, limit_chars)
 
         return self._fit(render, context, per_message)
 
     @staticmethod
-    def _render(
-        query: str, results: Sequence[SearchResult], terms: Sequence[str], limit: int
-    ) -> str:
+    def _render(query: str, results: Sequence[SearchResult], rows: _Rows, limit: int) -> str:
         lines = [f"{len(results)} place(s) in this session's history match {query!r}, best first:"]
         shown: dict[int, int] = {}  # a message (or the one it copies) shown already -> as id
         for number, result in enumerate(results, 1):
@@ -286,10 +301,10 @@ class SessionSearchTool(_Budgeted):
                 if row.message.harness is not None and not is_hit:
                     # text a harness injected (a reminder, an environment block) beside a
                     # hit is context, not evidence: named, not shown
-                    lines.append(f"{mark}{_harness_label(row)}")
+                    lines.append(f"{mark}{_harness_label(row, rows)}")
                     continue
                 # a hit gets twice a neighbour's room
-                lines.append(mark + _render(row, limit * 2 if is_hit else limit, terms))
+                lines.append(mark + _render(row, limit * 2 if is_hit else limit, rows))
         first = results[0].message.id
         lines.append(
             f"\nRead a place in full with session_open(message_id={first}, before=3, after=3); "
@@ -368,7 +383,8 @@ class SessionOpenTool(_Budgeted):
         around = context.store.message_context(message_id, before=before, after=after)
         around = [row for row in around if row.session_id in context.session_ids]
         target = next(row for row in around if row.id == message_id)
-        text_len = len(display_text(target.message))
+        rows = _Rows()
+        text_len = len(rows.text(target))
         if offset >= max(1, text_len):
             return _fail(
                 self.name,
@@ -381,9 +397,9 @@ class SessionOpenTool(_Budgeted):
             lines = []
             for row in around:
                 if row.id == message_id:
-                    lines.append("» " + _render(row, limit * 4, offset=offset))
+                    lines.append("» " + _render(row, limit * 4, rows, offset=offset))
                 else:
-                    lines.append("  " + _render(row, limit))
+                    lines.append("  " + _render(row, limit, rows))
             first, last = around[0].id, around[-1].id
             lines.append(
                 f"\n(messages #{first}-#{last}; more with before/after, a long message "
