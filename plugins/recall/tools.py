@@ -383,8 +383,8 @@ class SessionOpenTool(_Budgeted):
         around = context.store.message_context(message_id, before=before, after=after)
         around = [row for row in around if row.session_id in context.session_ids]
         target = next(row for row in around if row.id == message_id)
-        rows = _Rows()
-        text_len = len(rows.text(target))
+        cut = _Rows()
+        text_len = len(cut.text(target))
         if offset >= max(1, text_len):
             return _fail(
                 self.name,
@@ -397,9 +397,9 @@ class SessionOpenTool(_Budgeted):
             lines = []
             for row in around:
                 if row.id == message_id:
-                    lines.append("» " + _render(row, limit * 4, rows, offset=offset))
+                    lines.append("» " + _render(row, limit * 4, cut, offset=offset))
                 else:
-                    lines.append("  " + _render(row, limit, rows))
+                    lines.append("  " + _render(row, limit, cut))
             first, last = around[0].id, around[-1].id
             lines.append(
                 f"\n(messages #{first}-#{last}; more with before/after, a long message "
