@@ -27,6 +27,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from hermes_hookspecs import string_values
+
 from .errors import ImportFormatError
 
 ProbeKind = Literal["path", "sha", "error", "decision", "constraint", "number", "command"]
@@ -134,17 +136,6 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _string_leaves(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _string_leaves(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _string_leaves(item, out)
-
-
 def message_text(message: dict[str, Any]) -> str:
     """The searchable text of one OpenAI chat message: content, then tool-call names and arguments.
 
@@ -171,7 +162,7 @@ def message_text(message: dict[str, Any]) -> str:
             decoded = json.loads(arguments)
         except ValueError:
             continue
-        _string_leaves(decoded, parts)
+        parts.extend(string_values(decoded))
     return "\n".join(part for part in parts if part)
 
 

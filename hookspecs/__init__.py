@@ -72,6 +72,7 @@ from .messages import (
     ToolFunction,
     Usage,
     content_text,
+    string_values,
 )
 from .prompt import Layer, PromptBlock, PromptContext
 from .records import (
@@ -179,4 +180,5 @@ __all__ = [
     "deprecated",
     "hookimpl",
     "hookspec",
+    "string_values",
 ]

@@ -53,6 +53,25 @@ def check_unicode(value: Any, field: str) -> None:
             check_unicode(item, f"{field}[{index}]")
 
 
+def string_values(value: Any) -> list[str]:
+    """The strings of a decoded JSON value, in document order (dict keys left out).
+
+    The walk uses an explicit stack, so a value nested thousands deep costs no
+    recursion.
+    """
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return out
+
+
 class ToolFunction(BaseModel):
     """The ``function`` member of a tool call: a name and JSON-encoded arguments."""
 
@@ -81,17 +100,7 @@ class ToolFunction(BaseModel):
         the ``\\n`` escapes of its JSON, so a reader (identifier extraction)
         sees the text the model wrote.
         """
-        out: list[str] = []
-        stack: list[Any] = [json.loads(self.arguments)]
-        while stack:
-            value = stack.pop()
-            if isinstance(value, str):
-                out.append(value)
-            elif isinstance(value, dict):
-                stack.extend(reversed(list(value.values())))
-            elif isinstance(value, list):
-                stack.extend(reversed(value))
-        return out
+        return string_values(json.loads(self.arguments))
 
 
 class ToolCall(BaseModel):
