@@ -272,10 +272,15 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
         )
         return plan
     notes = plan.notes
-    insights = services.events.pre_compress(record.id, [row.message for row in rows])
+    replan = inputs.replan
+    # a replanned view's insights were asked for when the view was planned (plan_draft_view)
+    insights = (
+        []
+        if replan is not None
+        else services.events.pre_compress(record.id, [r.message for r in rows])
+    )
     provider = _provider_compaction(inputs, services, notes)
     kept = 0  # tokens of the rows a replanned view keeps after it
-    replan = inputs.replan
     if provider is not None:
         new_messages, plan.routing, plan.backend = provider
         plan.engine = plan.backend
@@ -328,6 +333,9 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
             if summary is not None:  # its facts from draft rows name them as stored now
                 mapped = summary.with_stored_ids(replan.ids)
                 item.message = item.message.model_copy(update={"summary": mapped})
+        if plan.result is not None and plan.result.summary is not None:  # for on_compressed
+            named = plan.result.summary.with_stored_ids(replan.ids)
+            plan.result = plan.result.model_copy(update={"summary": named})
         plan.watermark = replan.watermark
     else:
         plan.watermark = max(row.id for row in rows)
@@ -372,7 +380,10 @@ def plan_draft_view(
     the real compression runs once the turn is committed. ``rows`` that are not
     stored carry negative ids. None when the engine did not compress.
     """
-    result = services.call_compress(_request(inputs, services, rows))
+    # the insights the summary must keep are asked for now: this view is what commit
+    # writes when the turn ends (ViewReplan), with no second engine call
+    insights = services.events.pre_compress(inputs.record.id, [row.message for row in rows])
+    result = services.call_compress(_request(inputs, services, rows, insights=insights))
     if result is None or result.status != "compressed":
         log.info(
             "session %s: mid-turn view not compressed (%s)",

@@ -653,12 +653,13 @@ class _Work:
         chunks = bounded.chunks or [[]]
         for number, chunk in enumerate(chunks):
             # each fact goes with the chunk holding its message (the last chunk takes the
-            # facts of messages the input bound left out), so each is handed over once
+            # facts of messages the input bound left out, and those of a turn's draft rows,
+            # which have no id and are the newest), so each is handed over once
             if number == len(chunks) - 1:
-                shown = {rid for c in chunks[:-1] for _m, rid, _t in c}
+                shown = {rid for c in chunks[:-1] for _m, rid, _t in c if rid is not None}
                 facts = [f for f in self.facts if f.message_id not in shown]
             else:
-                ids = {rid for _m, rid, _t in chunk}
+                ids = {rid for _m, rid, _t in chunk if rid is not None}
                 facts = [f for f in self.facts if f.message_id in ids]
             last = summarizer.summarize(self._summary_request(chunk, running, max_output, facts))
             self._add_usage(last.usage)

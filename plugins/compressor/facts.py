@@ -583,6 +583,13 @@ def closing_answers(messages: Sequence[Message]) -> set[int]:
     return out
 
 
+def _anchor(mid: int | None) -> dict[str, int | None]:
+    """A fact's ``message_id`` and ``draft_id`` from a recovery id (negative: a draft row)."""
+    if mid is not None and mid < 0:
+        return {"message_id": None, "draft_id": mid}
+    return {"message_id": mid or None, "draft_id": None}
+
+
 def extract_facts(
     messages: Sequence[Message],
     ids: Sequence[int | None],
@@ -611,10 +618,9 @@ def extract_facts(
             HandoffFact(
                 kind=kind,  # type: ignore[arg-type]
                 text=text,
-                message_id=mid if mid is None or mid > 0 else None,
-                draft_id=mid if mid is not None and mid < 0 else None,
                 position=position,
                 score=round(score, 3),
+                **_anchor(mid),
             )
         )
         return len(facts) - 1
@@ -669,17 +675,10 @@ def extract_facts(
                 fact = facts[index]
                 # the outcome's message is the one to open (a result of a draft row: its
                 # draft id, for commit to map)
-                opens = (
-                    {"message_id": mid, "draft_id": None}
-                    if mid is not None and mid > 0
-                    else {"message_id": None, "draft_id": mid}
-                    if mid is not None
-                    else {}
-                )
                 facts[index] = fact.model_copy(
                     update={
                         "text": f"{subject} → {part['outcome']}",
-                        **opens,
+                        **(_anchor(mid) if mid is not None else {}),
                         "score": round(fact.score + boost, 3),
                     }
                 )
@@ -699,7 +698,8 @@ def priority(fact: HandoffFact) -> float:
 
 
 _DIGITS = re.compile(r"\d+")
-#: an outcome saying a run passed (its numbers are timings and counts, not the result)
+#: an outcome saying a run passed (its numbers are timings and counts, not the result),
+#: when it says nothing failed (``1 failed, 12 passed`` is a failing run)
 _PASSING = re.compile(r"(?i)(?:^|\W)(?:ok|pass(?:ed)?|succe(?:ss|ssful|eded)|\d+ passed)(?:\W|$)")
 _FROM = re.compile(r" \(from [^()]*(?:\([^()]*\)[^()]*)*\)$")
 
@@ -717,7 +717,8 @@ def shape(fact: HandoffFact) -> str:
     key = fact.text.strip()
     if fact.kind == "command" and " → " in key:
         subject, outcome = key.split(" → ", 1)
-        if _PASSING.search(outcome):
+        passing = not outcome.startswith("exit ") and not _FAILED_RUN.search(outcome)
+        if passing and _PASSING.search(outcome):
             return f"{subject} → {_DIGITS.sub('#', outcome)}"
         return key
     if fact.kind != "error":

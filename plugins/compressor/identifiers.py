@@ -20,6 +20,7 @@ parses a rendered index back (so a re-compression carries it forward).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -144,6 +145,7 @@ def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
     if not any(hint in text for hint in _GIT_WORDS):
         return
     uuids = [(m.start(), m.end()) for m in _UUID.finditer(text)] if "-" in text else []
+    uuid_starts = [a for a, _b in uuids]
     end = -1
     for hint in _GIT_HINT.finditer(text):
         if hint.start() < end:
@@ -155,10 +157,16 @@ def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
             start = match.start()
             if start >= 2 and text[start - 2 : start] == "0x":
                 continue
-            if uuids and any(a <= start < b for a, b in uuids):
+            if uuids and _inside(uuids, uuid_starts, start):
                 continue
             if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
                 out.append(("sha", value))
+
+
+def _inside(spans: list[tuple[int, int]], starts: list[int], at: int) -> bool:
+    """Whether ``at`` lies in one of ``spans`` (sorted, apart; ``starts`` their starts)."""
+    i = bisect.bisect_right(starts, at) - 1
+    return i >= 0 and at < spans[i][1]
 
 
 def _refs(text: str, out: list[tuple[IdentifierKind, str]]) -> None:

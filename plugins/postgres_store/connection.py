@@ -123,3 +123,10 @@ def open_pool(
             f"cannot open a connection pool to PostgreSQL ({describe_dsn(dsn)}): {exc}"
         ) from None
     return pool
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (a server error's detail lines left out), or
+    its type's name when it says nothing."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

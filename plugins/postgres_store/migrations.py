@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_hookspecs.errors import SchemaVersionError
 
+from .connection import first_line
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -330,7 +332,7 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
         except errors.Error as exc:
-            return None, f"pg_trgm unavailable ({_reason(exc)}); substring search runs unindexed"
+            return None, f"pg_trgm unavailable ({first_line(exc)}); substring search runs unindexed"
         row = conn.execute(
             "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
         ).fetchone()
@@ -377,10 +379,6 @@ UNPARSED = "search_unparsed({alias}body, {alias}tsv)"
 INDEX_LOCK_TIMEOUT = "10s"
 
 
-def _reason(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
 def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> list[str]:
     """Create the indexes of ``wanted`` (name -> statement) that do not exist yet.
 
@@ -408,6 +406,6 @@ def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> li
                 LOG.info("postgres schema: creating index %s", name)
                 conn.execute(wanted[name])
         except errors.Error as exc:
-            LOG.warning("postgres schema: index %s not built (%s)", name, _reason(exc))
-            failed.append(f"index {name} not built: {_reason(exc)}")
+            LOG.warning("postgres schema: index %s not built (%s)", name, first_line(exc))
+            failed.append(f"index {name} not built: {first_line(exc)}")
     return failed

@@ -68,6 +68,7 @@ from .connection import (
     check_schema_name,
     connect_once,
     describe_dsn,
+    first_line,
     import_psycopg,
     open_pool,
     require_dsn,
@@ -132,7 +133,7 @@ class PostgresSessionStore(SessionStore):
             except self._pg.Error as exc:
                 raise StoreError(
                     f"cannot prepare schema {self.schema!r} in PostgreSQL "
-                    f"({describe_dsn(self._dsn)}): {_first_line(exc)}"
+                    f"({describe_dsn(self._dsn)}): {first_line(exc)}"
                 ) from None
         #: True when a pg_trgm index serves substring search
         self.substring_index = trgm_schema is not None
@@ -165,9 +166,9 @@ class PostgresSessionStore(SessionStore):
         except HermesError:
             raise
         except self._pg.errors.ForeignKeyViolation as exc:
-            raise NotFoundError(f"a referenced row does not exist: {_first_line(exc)}") from None
+            raise NotFoundError(f"a referenced row does not exist: {first_line(exc)}") from None
         except self._pg.Error as exc:
-            raise StoreError(f"postgres error: {_first_line(exc)}") from exc
+            raise StoreError(f"postgres error: {first_line(exc)}") from exc
         except PoolTimeout as exc:
             raise StoreError(f"no postgres connection available: {exc}") from None
 
@@ -472,8 +473,3 @@ class PostgresSessionStore(SessionStore):
         check_session_id(session_id)
         with self._conn() as conn:
             return leases.current(conn, session_id)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -24,7 +24,8 @@ POINTERS_INTRO = (
     "Compacted messages stay in the session store: session_search(query=...) finds them by "
     "any identifier above, session_open(message_id=N) opens one by its message id."
 )
-_QUOTE_HEAD = re.compile(r"^\(message id (\d+)\) ", re.MULTILINE)
+#: a quote's head: its message id, or ``?`` for a row of a turn not stored yet
+_QUOTE_HEAD = re.compile(r"^\(message id (\d+|\?)\) ", re.MULTILINE)
 
 
 def render_quote(message_id: int | None, text: str, cap_chars: int) -> str:
@@ -40,18 +41,20 @@ def render_quote(message_id: int | None, text: str, cap_chars: int) -> str:
     return label + text
 
 
-def parse_quotes(body: str) -> list[tuple[int, str]]:
-    """``(message id, rendered quote)`` pairs of a ``User Quotes`` body, in order."""
+def parse_quotes(body: str) -> list[tuple[int | None, str]]:
+    """``(message id, rendered quote)`` pairs of a ``User Quotes`` body, in order (None:
+    a quote rendered without an id)."""
     heads = list(_QUOTE_HEAD.finditer(body))
-    out: list[tuple[int, str]] = []
+    out: list[tuple[int | None, str]] = []
     for index, head in enumerate(heads):
         end = heads[index + 1].start() if index + 1 < len(heads) else len(body)
-        out.append((int(head.group(1)), body[head.start() : end].strip()))
+        mid = head.group(1)
+        out.append((None if mid == "?" else int(mid), body[head.start() : end].strip()))
     return out
 
 
 def select_quotes(
-    previous: Sequence[tuple[int, str]],
+    previous: Sequence[tuple[int | None, str]],
     fresh: Sequence[tuple[int | None, str]],
     budget_tokens: int,
 ) -> str:

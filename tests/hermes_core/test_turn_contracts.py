@@ -402,8 +402,21 @@ def test_commit_names_the_stored_ids_of_the_facts_its_mid_turn_handoff_took_from
     """The real compressor plans a mid-turn view over the turn's own early tool rounds
     (draft rows, no id yet): the handoff quotes no id for them, and commit, writing
     that view byte for byte, names their stored ids in its facts, so the next
-    compaction quotes ``#N`` that session_open opens."""
-    hermes = host()
+    compaction quotes ``#N`` that session_open opens. The insights ``on_pre_compress``
+    gives are in the view as sent (commit asks the engine nothing), and
+    ``on_compressed`` sees the stored ids too."""
+    seen: list[CompressionResult] = []
+
+    class Insights:
+        @hookimpl
+        def on_pre_compress(self, session_id, messages):  # type: ignore[no-untyped-def]
+            return ["the pkg0 failure is a known flake"]
+
+        @hookimpl
+        def on_compressed(self, session_id, result):  # type: ignore[no-untyped-def]
+            seen.append(result)
+
+    hermes = host(Insights())
     session = hermes.new_session(cwd=".")
     for i in range(2):
         chat(session, f"step {i}")
@@ -427,6 +440,7 @@ def test_commit_names_the_stored_ids_of_the_facts_its_mid_turn_handoff_took_from
         assert view.compressed
         [sent] = [m for m in view.messages if "[CONTEXT SUMMARY" in str(m.get("content"))]
         assert "go test ./pkg0" in sent["content"] and "#?" in sent["content"]
+        assert "the pkg0 failure is a known flake" in sent["content"]
         turn.record_response({"role": "assistant", "content": "fixed"}, usage(100))
         turn.commit()
     active = session.active_messages()
@@ -442,6 +456,9 @@ def test_commit_names_the_stored_ids_of_the_facts_its_mid_turn_handoff_took_from
     }
     [ran] = [f for f in summary.facts if f.kind == "command" and "go test ./pkg0" in f.text]
     assert ran.message_id == stored["c0"]
+    [result] = seen
+    assert result.summary is not None
+    assert not [f for f in result.summary.facts if f.draft_id is not None]
 
 
 # -- item 5: an unanswered tool call ---------------------------------------------------

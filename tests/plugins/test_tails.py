@@ -331,6 +331,12 @@ def test_quote_parsing_and_ranges() -> None:
         (9, "(message id 9) second"),
     ]
     assert id_ranges([9, 3, 4, 5, 11, 12]) == "3-5, 9, 11-12"
+    # a quote of a turn's draft row has no id yet: it stays a quote of its own
+    drafted = "(message id 3) first task\n\n(message id ?) also do X"
+    assert parse_quotes(drafted) == [
+        (3, "(message id 3) first task"),
+        (None, "(message id ?) also do X"),
+    ]
 
 
 def test_json_of_tool_arguments_is_searched_for_identifiers() -> None:

@@ -376,8 +376,12 @@ def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_resul
         Message(role="tool", tool_call_id="v1", content="1.2.3"),
         bash("v2", "cat VERSION"),
         Message(role="tool", tool_call_id="v2", content="1.3.0"),
+        bash("t1", "pytest -q"),
+        Message(role="tool", tool_call_id="t1", content="3 failed, 10 passed in 2.1s"),
+        bash("t2", "pytest -q"),
+        Message(role="tool", tool_call_id="t2", content="1 failed, 12 passed in 2.3s"),
     ]
-    facts = extract_facts(messages, list(range(1, 15)))
+    facts = extract_facts(messages, list(range(1, 19)))
     chosen = [f.text for f in select_facts(facts, 10_000)]
     # the same poll passing again: the newest copy stands for both
     assert [t for t in chosen if t.startswith("write_stdin")] == [
@@ -389,6 +393,11 @@ def test_a_rerun_with_the_same_outcome_is_kept_once_and_a_shown_file_is_no_resul
     assert [t for t in chosen if "VERSION" in t] == [
         "Bash: cat VERSION → 1.2.3",
         "Bash: cat VERSION → 1.3.0",
+    ]
+    # a rerun that still fails is no pass: each failing count is a fact
+    assert [t for t in chosen if "pytest" in t] == [
+        "Bash: pytest -q → 3 failed, 10 passed in 2.1s",
+        "Bash: pytest -q → 1 failed, 12 passed in 2.3s",
     ]
     # a file the shell printed: "created" in its text is no result of the command
     [view] = [f for f in facts if f.text.startswith("Bash: sed -n")]
