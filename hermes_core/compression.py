@@ -113,7 +113,9 @@ class ViewReplan:
     quotes no message id for them); ``ids`` maps each draft id to the id its
     message was stored under, so the view's copies of draft rows point at the
     stored originals; active rows up to ``watermark`` are replaced and later
-    ones (the rest of the turn) are kept after the view.
+    ones (the rest of the turn) are kept after the view. A compaction backend
+    does not run on it: the view came from the local engine, and a provider
+    compaction at commit would break the prefix a second time.
     """
 
     ids: dict[int, int]
@@ -279,7 +281,13 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
         if replan is not None
         else services.events.pre_compress(record.id, [r.message for r in rows])
     )
-    provider = _provider_compaction(inputs, services, notes)
+    provider: tuple[list[NewMessage], dict[str, Any], str] | None = None
+    if replan is None:
+        provider = _provider_compaction(inputs, services, notes)
+    elif services.compaction_backend() is not None:
+        # the turn was sent on the local engine's mid-turn view: writing it keeps the
+        # provider's cached prefix, while a backend's compaction now would break it again
+        notes.append("compaction backend not used: the turn's mid-turn view is written")
     kept = 0  # tokens of the rows a replanned view keeps after it
     if provider is not None:
         new_messages, plan.routing, plan.backend = provider
@@ -325,7 +333,7 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
     for item in new_messages:
         if item.token_count is None:
             item.token_count = tokens.count_message(item.message, item.api_content)
-    if replan is not None and provider is None:
+    if replan is not None:
         for item in new_messages:
             if item.origin_id is not None and item.origin_id in replan.ids:
                 item.origin_id = replan.ids[item.origin_id]

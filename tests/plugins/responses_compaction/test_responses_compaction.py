@@ -756,6 +756,38 @@ def test_hermes_closed_port_and_ineligible_sessions_use_the_local_engine(
     assert fake.requests == []
 
 
+def test_hermes_commit_writes_a_mid_turn_view_without_the_backend(
+    tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
+) -> None:
+    """A turn sent on the local engine's mid-turn view commits that view: a provider
+    compaction at commit would replace the prefix the rest of the turn built."""
+    host = responses_host(config(fake))
+    session = two_turns(host)
+    threshold = host.threshold(session.model).threshold_tokens
+    with session.turn() as turn:
+        turn.prepare("third question")
+        call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        turn.record_response(
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"prompt_tokens": threshold + 100, "completion_tokens": 5, "total_tokens": threshold},
+        )
+        turn.add_tool_result("c1", "output")
+        view = turn.prepare()
+        assert view.compressed
+        turn.record_response({"role": "assistant", "content": "done"})
+        turn.commit()
+    assert fake.requests_to("responses.compact") == []
+    store = host.store()
+    texts = [r.message.text() for r in store.active_messages(session.id)]
+    assert texts == ["third question", "", "output", "done"]  # the view, then the rest
+    assert store.get_session(session.id).compression_count == 1
+    with session.turn() as turn:
+        turn.prepare("fourth question")
+        turn.record_response({"role": "assistant", "content": "ok"})
+        turn.commit()
+    assert store.prefix_entries(session.id)[-1].break_reason is None  # one break, not two
+
+
 def test_hermes_inline_route_adds_context_management_to_requests(
     tmp_path: Path, fake: FakeOpenAIServer, responses_host: Callable[..., Hermes]
 ) -> None:
