@@ -14,6 +14,7 @@ on servers with and without it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -344,17 +345,17 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
         conn,
         {
             "message_search_trgm": sql.SQL(
-                "CREATE INDEX IF NOT EXISTS message_search_trgm ON message_search "
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS message_search_trgm ON message_search "
                 "USING gin (body {}.gin_trgm_ops)"
             ).format(ops),
             # the rows whose text the word parser does not wholly index (see UNPARSED)
             "message_search_trgm_unparsed": sql.SQL(
-                "CREATE INDEX IF NOT EXISTS message_search_trgm_unparsed ON message_search "
-                "USING gin (body {}.gin_trgm_ops) WHERE "
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS message_search_trgm_unparsed "
+                "ON message_search USING gin (body {}.gin_trgm_ops) WHERE "
             ).format(ops)
             + sql.SQL(UNPARSED.format(alias="")),
             "search_words_trgm": sql.SQL(
-                "CREATE INDEX IF NOT EXISTS search_words_trgm ON search_words "
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS search_words_trgm ON search_words "
                 "USING gin (word {}.gin_trgm_ops)"
             ).format(ops),
         },
@@ -373,39 +374,77 @@ def ensure_trigram(conn: psycopg.Connection[Any]) -> tuple[str | None, str]:
 UNPARSED = "search_unparsed({alias}body, {alias}tsv)"
 
 
-#: an optional index build waits at most this long for the writers of ``message_search``
-#: (it needs a lock that an open writing transaction holds off); it is tried again on the
-#: next open
+#: an optional index build waits at most this long for a lock or for the transactions
+#: writing the table when it starts (a concurrent build waits for them to end); it is
+#: tried again on the next open
 INDEX_LOCK_TIMEOUT = "10s"
+
+#: the advisory lock class (with the schema's hash) of one schema's optional index
+#: builds: one process builds, the others open without waiting for it
+INDEX_BUILD_LOCK = 0x68657273
+
+
+def _index_validity(conn: psycopg.Connection[Any], names: list[str]) -> dict[str, bool]:
+    """Name -> valid for the indexes of ``names`` in the current schema (a concurrent
+    build that failed leaves its index invalid: kept up to date, never used)."""
+    rows = conn.execute(
+        "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(%s)",
+        (names,),
+    ).fetchall()
+    return {str(name): bool(valid) for name, valid in rows}
 
 
 def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> list[str]:
-    """Create the indexes of ``wanted`` (name -> statement) that do not exist yet.
+    """Build the indexes of ``wanted`` (name -> statement) that are missing or invalid.
 
-    Each is built in a transaction of its own; one that cannot be built (no
-    privilege, no disk, a writer holding the table past :data:`INDEX_LOCK_TIMEOUT`)
-    is logged and left out: the store opens without it.
+    ``conn`` is an autocommit connection. Each index is built ``CONCURRENTLY``:
+    the build never holds off the store's writers, however long it takes on a
+    big table (a plain ``CREATE INDEX`` holds a SHARE lock throughout, and even
+    while it waits for its lock the writers queue behind it). One process of a
+    schema builds at a time; another one opening meanwhile leaves the indexes
+    out. An index that cannot be built (no privilege, no disk, a writing
+    transaction open past :data:`INDEX_LOCK_TIMEOUT`) is logged and left out,
+    its invalid remains dropped: the store opens without it, and the next open
+    builds it.
 
     :return: one line per index left out.
     """
-    from psycopg import errors
+    from psycopg import errors, sql
 
-    rows = conn.execute(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-        "AND indexname = ANY(%s)",
-        (list(wanted),),
-    ).fetchall()
-    missing = [name for name in wanted if name not in {str(r[0]) for r in rows}]
+    valid = _index_validity(conn, list(wanted))
+    missing = [name for name in wanted if not valid.get(name, False)]
+    if not missing:
+        return []
+    row = conn.execute(
+        "SELECT pg_try_advisory_lock(%s, hashtext(current_schema()))", (INDEX_BUILD_LOCK,)
+    ).fetchone()
+    if row is None or not row[0]:
+        return [f"index {name} not built: another process is building it" for name in missing]
     failed: list[str] = []
-    for name in missing:
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-                conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-                conn.execute("SELECT set_config('lock_timeout', %s, true)", (INDEX_LOCK_TIMEOUT,))
+    try:
+        conn.execute("SET maintenance_work_mem = '256MB'")
+        conn.execute("SELECT set_config('lock_timeout', %s, false)", (INDEX_LOCK_TIMEOUT,))
+        valid = _index_validity(conn, missing)  # another process may have built them
+        for name in missing:
+            if valid.get(name, False):
+                continue
+            drop = sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
+            try:
+                if name in valid:  # the invalid remains of a build that failed
+                    conn.execute(drop)
                 LOG.info("postgres schema: creating index %s", name)
                 conn.execute(wanted[name])
-        except errors.Error as exc:
-            LOG.warning("postgres schema: index %s not built (%s)", name, first_line(exc))
-            failed.append(f"index {name} not built: {first_line(exc)}")
+            except errors.Error as exc:
+                LOG.warning("postgres schema: index %s not built (%s)", name, first_line(exc))
+                failed.append(f"index {name} not built: {first_line(exc)}")
+                # still held off, it stays: the next open drops it before building again
+                with contextlib.suppress(errors.Error):
+                    conn.execute(drop)
+    finally:
+        conn.execute("RESET lock_timeout")
+        conn.execute("RESET maintenance_work_mem")
+        conn.execute(
+            "SELECT pg_advisory_unlock(%s, hashtext(current_schema()))", (INDEX_BUILD_LOCK,)
+        )
     return failed

@@ -332,6 +332,123 @@ def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
         assert "not built" not in store.describe()["search"]
 
 
+#: whether the schema's partial trigram index is valid: [] when it does not exist
+UNPARSED_INDEX_VALID = (
+    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE c.relname = 'message_search_trgm_unparsed' "
+    "AND c.relnamespace = current_schema()::regnamespace"
+)
+
+
+def test_an_index_build_never_holds_off_the_stores_writers(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a store builds its missing optional indexes concurrently: while the build
+    waits for a writing transaction to end, other writers go on (a plain CREATE INDEX
+    queues every writer behind its SHARE lock request), and no invalid index is left
+    when it gives up."""
+    import threading
+
+    import psycopg
+
+    from hermes_plugin_postgres_store import migrations
+
+    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "3s")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        sid = fill(store, filler=30)
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    opened: list[str] = []
+    with psycopg.connect(pg_dsn) as writer, psycopg.connect(pg_dsn, autocommit=True) as other:
+        writer.execute(f'SET search_path TO "{schema}"')
+        writer.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")  # an open write
+
+        def open_store() -> None:
+            with PostgresSessionStore(pg_dsn, schema=schema) as store:
+                opened.append(store.describe()["search"])
+
+        builder = threading.Thread(target=open_store)
+        builder.start()
+        # the builder is waiting on the open writer (a lock not granted)
+        for _ in range(500):
+            waiting = other.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE NOT l.granted AND a.datname = current_database()"
+            ).fetchone()
+            if waiting and waiting[0]:
+                break
+            threading.Event().wait(0.01)
+        else:
+            pytest.fail("the index build never waited for the open writer")
+        other.execute(f'SET search_path TO "{schema}"')
+        other.execute("SET lock_timeout = '1s'")
+        with other.transaction():  # a second writer is not queued behind the build
+            other.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")
+        writer.rollback()  # the build goes on and finishes
+        builder.join(timeout=30)
+    assert opened and "not built" not in opened[0], opened
+    assert raw(pg_dsn, schema, UNPARSED_INDEX_VALID) == [(True,)]
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert store.substring_index
+        assert [h.session_id for h in store.search("orbla", limit=1)] == [sid]
+
+
+def test_a_build_that_gives_up_leaves_no_invalid_index(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from hermes_plugin_postgres_store import migrations
+
+    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "200ms")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=5)
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    query = UNPARSED_INDEX_VALID
+    with psycopg.connect(pg_dsn) as writer:
+        writer.execute(f'SET search_path TO "{schema}"')
+        writer.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")
+        with PostgresSessionStore(pg_dsn, schema=schema) as store:
+            assert store.substring_index is False
+        # the build's remains could not be dropped while the writer is open either
+        assert raw(pg_dsn, schema, query) in ([], [(False,)])
+        writer.rollback()
+    # an invalid index (a concurrent build that failed half way, here on duplicates) is
+    # dropped and built again on open
+    raw(pg_dsn, schema, "DROP INDEX IF EXISTS message_search_trgm_unparsed")
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        raw(
+            pg_dsn,
+            schema,
+            "CREATE UNIQUE INDEX CONCURRENTLY message_search_trgm_unparsed "
+            "ON message_search (session_id)",
+        )
+    assert raw(pg_dsn, schema, query) == [(False,)]
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert store.substring_index
+    assert raw(pg_dsn, schema, query) == [(True,)]
+
+
+def test_a_store_opens_without_waiting_for_another_process_building_its_indexes(
+    pg_dsn: str, schema: str
+) -> None:
+    import psycopg
+
+    from hermes_plugin_postgres_store import migrations
+
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=5)
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    with psycopg.connect(pg_dsn, autocommit=True) as builder:  # holds the schema's build lock
+        builder.execute(
+            "SELECT pg_advisory_lock(%s, hashtext(%s))", (migrations.INDEX_BUILD_LOCK, schema)
+        )
+        with PostgresSessionStore(pg_dsn, schema=schema) as store:
+            assert "another process is building it" in store.describe()["search"]
+            assert store.substring_index is False
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert store.substring_index
+
+
 def test_words_rank_through_gin_the_store_builds_no_other_index_kind(
     pg_dsn: str, schema: str
 ) -> None:
