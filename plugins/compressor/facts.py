@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
+from hermes_core.terminal import plain_text
 from hermes_hookspecs import HandoffFact, Message
 
 #: base weight of each kind of fact
@@ -194,7 +195,6 @@ _LISTING = re.compile(r"^\s*\d+(?:→|\t)")
 #: the check of what precedes it, so the search skips to hex digits)
 _HEXISH = re.compile(r"[0-9a-f](?<!\w[0-9a-f])[0-9a-f]{11,63}\b")
 _GREP_PREFIX = re.compile(r"^(\S+?)-(\d+)-")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: tool-call argument keys that say what a call did, in order of preference
 _SUBJECT_KEYS = (
     "command",
@@ -235,7 +235,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _line(text: str) -> str:
-    text = _ANSI.sub("", text).strip()
+    text = plain_text(text).strip()
     match = _GREP_PREFIX.match(text)
     if match and ("/" in match.group(1) or "." in match.group(1)):
         text = f"{match.group(1)}:{match.group(2)}: {text[match.end() :]}"
@@ -422,7 +422,7 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     if echo and echo not in results:  # the command the runner ran, before what it printed
         results.insert(0, echo)
     if len(text) <= SHORT_OUTPUT_CHARS:
-        return _fold(_ANSI.sub("", text)), errors if len(lines) > 1 else [], max(boost, 1.0)
+        return _fold(plain_text(text)), errors if len(lines) > 1 else [], max(boost, 1.0)
     hexes = [h for h in dict.fromkeys(_HEXISH.findall(text[:SCAN_CHARS]))][:2]
     parts = results or [_line(lines[0])]
     if hexes and not any(h in " ".join(parts) for h in hexes):
@@ -452,7 +452,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 8
+VERSION = 9
 
 
 def message_facts(message: Message) -> dict[str, Any]:

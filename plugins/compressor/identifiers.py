@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Literal
 
+from hermes_core.terminal import plain_text
+
 IdentifierKind = Literal["error", "exception", "sha", "ref", "branch", "url", "path"]
 KIND_ORDER: tuple[IdentifierKind, ...] = (
     "error",
@@ -88,7 +90,6 @@ _BRANCH_PATTERNS = (
     ("branch '", re.compile(r"Switched to (?:a new )?branch '([^'\s]+)'")),
     ("--branch", re.compile(r"--branch[ =]([\w./-]+)")),
 )
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def _paths(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
@@ -213,7 +214,7 @@ def clean_error_line(line: str) -> str:
     Inner whitespace is kept so the line stays a literal substring of the
     original (search and comparisons find it as is).
     """
-    line = _ANSI.sub("", line).strip()
+    line = plain_text(line).strip()
     return line[:MAX_ERROR_CHARS].rstrip()
 
 

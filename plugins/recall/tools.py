@@ -16,6 +16,7 @@ from typing import Any
 
 from hermes_core.search import SearchResult, search_with_context
 from hermes_core.searchkit import Passages
+from hermes_core.terminal import plain_text
 from hermes_hookspecs import AgentTool, Message, NotFoundError, StoredMessage, ToolContext
 
 from .settings import RecallSettings
@@ -44,32 +45,6 @@ def _check_arguments(
         if kind is str and not isinstance(value, str):
             return _fail(name, f"{key} must be a string, got {value!r:.40}", usage)
     return None
-
-
-#: terminal control sequences: CSI (``ESC [``: colours, cursor moves), OSC (``ESC ]``:
-#: titles, links), the other escapes (``ESC ( B`` charset choices, ``ESC 7``/``ESC 8``
-#: cursor save and restore, ``ESC =``, ``ESC M``, ``ESC c``), and the C0 controls but
-#: tab, newline and carriage return
-_TERMINAL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: ESC [ parameters intermediates final
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: ESC ] text, ended by BEL or ST
-    r"|\x1b[ -/]+[0-~]"  # ESC, intermediates, final: ESC ( B
-    r"|\x1b[0-Z\\^_`-~]"  # ESC and one byte: ESC 7, ESC =, ESC M, ESC c
-    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
-)
-
-
-def plain_text(text: str) -> str:
-    """``text`` as a terminal would leave it on screen: control sequences removed,
-    and of a line a carriage return rewrote (a progress bar), what was written last.
-    A command's captured output keeps its colours, cursor moves and every frame of
-    a progress bar, which cost a model tokens and say nothing."""
-    if "\x1b" not in text and "\r" not in text and not _TERMINAL.search(text):
-        return text
-    text = _TERMINAL.sub("", text).replace("\r\n", "\n")
-    if "\r" in text:
-        text = "\n".join(line.rstrip("\r").rpartition("\r")[2] for line in text.split("\n"))
-    return text
 
 
 def display_text(message: Message) -> str:

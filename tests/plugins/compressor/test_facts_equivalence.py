@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hermes_core import Hermes
 from hermes_core.config import settings_from
 from hermes_core.replay import pick_importer
+from hermes_core.terminal import plain_text
 from hermes_hookspecs import Message
 from hermes_plugin_compressor import facts
 
@@ -83,7 +84,7 @@ def reference_outcome(text: str) -> tuple[str, list[str], float]:
         results.insert(0, echo)
     if len(text) <= facts.SHORT_OUTPUT_CHARS:
         return (
-            facts._fold(facts._ANSI.sub("", text)),
+            facts._fold(plain_text(text)),
             errors if len(lines) > 1 else [],
             max(boost, 1.0),
         )

@@ -233,25 +233,6 @@ def test_search_shows_terminal_output_as_text_and_names_harness_text(host: Herme
     assert "error: linker failed W9321" in opened and "\x1b" not in opened
 
 
-@pytest.mark.parametrize(
-    ("raw", "shown"),
-    [
-        ("\x1b[38;2;80;250;123mok\x1b[m", "ok"),
-        ("\x1b=Hello", "Hello"),  # an escape's byte is not taken from the text after it
-        ("\x1bMReverse", "Reverse"),
-        ("\x1b7saved\x1b8", "saved"),
-        ("\x1b(Bplain", "plain"),
-        ("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"),
-        ("10%\r50%\r100% done\r\nnext", "100% done\nnext"),  # a progress bar's last frame
-        ("tab\tand\nlines", "tab\tand\nlines"),
-    ],
-)
-def test_plain_text_is_what_a_terminal_leaves_on_screen(raw: str, shown: str) -> None:
-    from hermes_plugin_recall.tools import plain_text
-
-    assert plain_text(raw) == shown
-
-
 def test_the_budget_setting_is_the_tools_and_the_window_caps_it(hosts: HostFactory) -> None:
     # the plugin's own budget_tokens decides a result's size, up to the host's ceiling:
     # an eighth of the usable window (so a setting can raise it on a large window, and
