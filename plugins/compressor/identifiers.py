@@ -1,7 +1,10 @@
 """Mechanical identifier extraction: the things a summary must never paraphrase.
 
 Kinds (in index priority order): ``error`` (an error line, ANSI stripped,
-whitespace collapsed, at most :data:`MAX_ERROR_CHARS`), ``exception``
+whitespace collapsed, at most :data:`MAX_ERROR_CHARS`), ``commit`` (a commit
+the session made, from the ``[branch sha] subject`` line ``git commit``
+prints; its own share of the index, so the commit ids a log or a ref
+listing shows cannot crowd the session's milestones out), ``exception``
 (``SomethingError`` / ``SomethingException``), ``sha`` (a 7-40 hex commit id
 holding a digit and a letter, only in text that mentions git), ``ref`` (``#123``
 issue / PR numbers), ``branch`` (after ``refs/heads/``, ``origin/``,
@@ -28,9 +31,10 @@ from typing import Literal
 
 from hermes_core.terminal import plain_text
 
-IdentifierKind = Literal["error", "exception", "sha", "ref", "branch", "url", "path"]
+IdentifierKind = Literal["error", "commit", "exception", "sha", "ref", "branch", "url", "path"]
 KIND_ORDER: tuple[IdentifierKind, ...] = (
     "error",
+    "commit",
     "exception",
     "sha",
     "ref",
@@ -40,6 +44,7 @@ KIND_ORDER: tuple[IdentifierKind, ...] = (
 )
 KIND_LABELS: dict[IdentifierKind, str] = {
     "error": "errors",
+    "commit": "commits made",
     "exception": "exceptions",
     "sha": "commits",
     "ref": "PRs/issues",
@@ -48,6 +53,8 @@ KIND_LABELS: dict[IdentifierKind, str] = {
     "path": "paths",
 }
 _LABEL_KINDS: dict[str, IdentifierKind] = {label: kind for kind, label in KIND_LABELS.items()}
+#: kinds rendered one value a line (``- value``): their values may hold ``, ``
+_LIST_KINDS: frozenset[IdentifierKind] = frozenset({"error"})
 MAX_ERROR_CHARS = 200
 MAX_VALUE_CHARS = 200
 BRANCH_PREFIXES = frozenset({"feature", "fix", "bugfix", "hotfix", "release", "chore"})
@@ -139,6 +146,27 @@ def _is_path(value: str) -> bool:
     if value[0] in "/~.":
         return value[0] != "." or value.startswith(("./", "../"))
     return value.count("/") >= 2 or bool(_EXTENSION.search(segments[-1]))
+
+
+#: the line ``git commit`` prints for the commit it made: ``[main 9529088] Subject``,
+#: ``[main (root-commit) 3f2a9c1] Subject``, ``[detached HEAD 3f2a9c1] Subject``
+_COMMIT_MADE = re.compile(r"^\[[^\]\n]*? ([0-9a-f]{7,40})\] [^\n]", re.MULTILINE)
+#: the stat line that follows it: `` 2 files changed, 260 insertions(+)``
+_STAT_LINE = re.compile(r" \d+ files? changed")
+
+
+def _commits(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
+    """Commits the session made: the session's milestones, which rank apart from the
+    commit ids it only saw (a log, a listing of refs)."""
+    if "] " not in text:
+        return
+    mentions = "commit" in text  # else git's stat line must follow (``[pid 1234567] read``)
+    for match in _COMMIT_MADE.finditer(text):
+        if not mentions:
+            end = text.find("\n", match.end())
+            if end < 0 or _STAT_LINE.match(text, end + 1) is None:
+                continue
+        out.append(("commit", match.group(1)))
 
 
 def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
@@ -242,6 +270,7 @@ def _urls(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
 
 _EXTRACTORS: dict[IdentifierKind, Callable[[str, list[tuple[IdentifierKind, str]]], None]] = {
     "error": _errors,
+    "commit": _commits,
     "exception": _exceptions,
     "sha": _shas,
     "ref": _refs,
@@ -303,13 +332,18 @@ class IdentifierIndex:
         Each step serves the kind that has spent the fewest tokens so far, so
         long error lines cannot crowd out paths and SHAs (nor the reverse).
         ``skip(value)`` drops identifiers that need no entry (for instance
-        because they are still in the verbatim tail). An error line that
+        because they are still in the verbatim tail). The id of a commit made
+        is not listed among the commits seen. An error line that
         starts like an already chosen, shorter one is a near-duplicate and is
         left out.
         """
         queues: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
         ordered = sorted(self._rank.items(), key=lambda item: -item[1])
+        # a commit made is not listed again among the commits seen
+        made = {value for (kind, value) in self._rank if kind == "commit"}
         for (kind, value), _rank in ordered:
+            if kind == "sha" and value in made:
+                continue
             if skip is None or not skip(value):
                 queues[kind].append(value)
         chosen: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
@@ -349,7 +383,7 @@ def render_index(selected: dict[IdentifierKind, list[str]]) -> str:
         if not values:
             continue
         label = KIND_LABELS[kind]
-        if kind == "error":
+        if kind in _LIST_KINDS:  # values holding ", " (an error line): one a line
             lines.append(f"{label}:")
             lines.extend(f"- {value}" for value in values)
         else:
@@ -360,16 +394,17 @@ def render_index(selected: dict[IdentifierKind, list[str]]) -> str:
 def parse_index(body: str) -> list[tuple[IdentifierKind, str]]:
     """Read back a body written by :func:`render_index` (oldest-ranked last)."""
     out: list[tuple[IdentifierKind, str]] = []
-    in_errors = False
+    listing: IdentifierKind | None = None  # the kind whose ``- value`` lines follow
     for raw in body.splitlines():
         line = raw.rstrip()
-        if in_errors and line.startswith("- "):
-            out.append(("error", line[2:]))
+        if listing is not None and line.startswith("- "):
+            out.append((listing, line[2:]))
             continue
-        in_errors = False
+        listing = None
         label, sep, rest = line.partition(": ")
         if line.endswith(":") and line[:-1] in _LABEL_KINDS:
-            in_errors = _LABEL_KINDS[line[:-1]] == "error"
+            kind = _LABEL_KINDS[line[:-1]]
+            listing = kind if kind in _LIST_KINDS else None
             continue
         if sep and label in _LABEL_KINDS:
             kind = _LABEL_KINDS[label]

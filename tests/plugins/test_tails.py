@@ -210,6 +210,32 @@ def test_lean_respects_the_identifier_budget() -> None:
     assert "/srv/pkg/module_399/file_399.py" in index  # newest first
 
 
+def test_the_commits_a_session_made_outlast_the_ids_it_only_saw() -> None:
+    """A commit the session made keeps its own share of the index: a later log or
+    listing of hundreds of commit ids does not push it out (ranked newest first in
+    one list, it was), and its id is not listed again among the commits seen."""
+    log = "\n".join(f"commit {i:07x}{'abcdef'[i % 6]}0 log line" for i in range(400))
+    messages = [
+        Message(role="user", content="add the packet primitives and commit"),
+        Message(
+            role="tool",
+            tool_call_id="c1",
+            content="[main 9529088] Add packet primitives\n 2 files changed, 260 insertions(+)",
+        ),
+        Message(role="assistant", content="Committed as 9529088. Now the git log:"),
+        Message(role="tool", tool_call_id="c2", content="git log\n" + log),
+        *[Message(role="assistant", content="more " * 400) for _ in range(4)],
+    ]
+    plan = small_band(identifier_budget_tokens=300).plan(
+        tail_request(messages, settings_for(200_000))
+    )
+    index = sections(plan)["Identifier Index"]
+    assert "commits made: 9529088" in index, index
+    seen = next(line for line in index.splitlines() if line.startswith("commits: "))
+    assert "9529088" not in seen and "0000000a0" not in seen  # the newest seen ids only
+    assert ("commit", "9529088") in parse_index(index)
+
+
 # -- identifiers ---------------------------------------------------------------------------------
 
 
@@ -225,6 +251,11 @@ def test_lean_respects_the_identifier_budget() -> None:
             "9fceb02d0ae598e95dc970b74767f19372d61af8",
         ),
         ("git commit -m x\n[main 1a2b3c4] fix", "sha", "1a2b3c4"),
+        ("git commit -m x\n[main 1a2b3c4] fix", "commit", "1a2b3c4"),
+        # git's own line for the commit it made: its id may be all digits
+        ("[main 9529088] Explain why\n 1 file changed, 11 insertions(+)", "commit", "9529088"),
+        ("[main (root-commit) 3f2a9c1] first commit", "commit", "3f2a9c1"),
+        ("[detached HEAD ab12cd3] wip\n 2 files changed", "commit", "ab12cd3"),
         ("fixes #1234.", "ref", "#1234"),
         ("see PR 77 for context", "ref", "PR 77"),
         ("git checkout -b fix/login-bug", "branch", "fix/login-bug"),
@@ -255,11 +286,13 @@ def test_extracts_each_kind(text: str, kind: str, value: str) -> None:
         "color: #666;",
         "</IMPORTANT>",
         "deadbeefcafe in prose",
+        "[pid 1234567] read(3, 0x7ffd, 832) = 832",  # strace: no git, no stat line
+        "[INFO 2024010] started",
     ],
 )
 def test_skips_look_alikes(text: str) -> None:
     found = extract_identifiers(text)
-    assert not [v for k, v in found if k in ("path", "ref", "sha")], found
+    assert not [v for k, v in found if k in ("path", "ref", "sha", "commit")], found
 
 
 @pytest.mark.parametrize(
