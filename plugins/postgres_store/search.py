@@ -68,10 +68,12 @@ def like_pattern(term: str) -> str:
 
 @dataclass(frozen=True)
 class Indexes:
-    """Which optional indexes the schema has (see :mod:`.migrations`)."""
+    """Which optional indexes the schema has (see :mod:`.migrations`): the store
+    finds out when it opens; no default, since a wrong guess either reads the
+    unindexed path or plans for an index that is not there."""
 
     #: pg_trgm: the trigram indexes and the vocabulary's
-    trigram: bool = True
+    trigram: bool
 
 
 def lexeme(word: str) -> str:
@@ -168,7 +170,7 @@ def search(
     session_ids: Sequence[str] | None,
     include_compacted: bool,
     limit: int,
-    indexes: Indexes = Indexes(),
+    indexes: Indexes,
 ) -> list[SearchHit]:
     terms = query_terms(query)
     if not terms or limit <= 0 or (session_ids is not None and not session_ids):
