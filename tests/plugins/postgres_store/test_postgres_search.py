@@ -161,7 +161,16 @@ def test_concurrent_imports_of_shared_new_words_neither_block_nor_deadlock(
 
         ta = threading.Thread(target=write, args=("import", first, sa, batch_a))
         ta.start()
-        time.sleep(0.8)  # the import's first INSERT is done, its last one sleeping
+        # the import's first INSERT is done once its last one sleeps in the trigger
+        deadline = time.monotonic() + 10
+        while not raw(
+            pg_dsn,
+            schema,
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' "
+            "AND datname = current_database()",
+        ):
+            assert time.monotonic() < deadline, "the import never reached its last INSERT"
+            time.sleep(0.01)
         write("live", second, sb, batch_b)
         ta.join()
         assert errors == {}
