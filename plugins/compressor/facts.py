@@ -452,7 +452,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 9
+VERSION = 10
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -475,7 +475,9 @@ def message_facts(message: Message) -> dict[str, Any]:
         constraints = [
             _fold(sentence)
             for sentence in _SENTENCE.findall(message.text())
-            if 12 <= len(_fold(sentence)) <= 300 and _CONSTRAINT.search(sentence)
+            if 12 <= len(_fold(sentence)) <= 300
+            and _CONSTRAINT.search(sentence)
+            and not sentence.rstrip().endswith("?")  # "why keep v1 for push?" sets no rule
         ]
         return {"request": _cut(text, MAX_REQUEST_CHARS), "constraints": constraints}
     if message.role == "assistant":

@@ -6,7 +6,8 @@ summarizer extracts them itself when called without them), each line quoting
 the session verbatim and naming the message it came from as ``#N`` (the id
 ``session_open(message_id=N)`` opens). Section by section:
 
-* **Goal** - the previous goal, else the user's first real request, plus the focus.
+* **Goal** - the user's earliest real request seen (the previous goal, unless the
+  head, kept verbatim at first, joined the middle with an earlier one), plus the focus.
 * **Constraints** - rules the user set, in their words.
 * **Progress** - the digest: the user's requests, the agent's answers, and
   the commands it ran with their outcome, in order, best first within the
@@ -144,6 +145,31 @@ def _reserve(
     return sorted(out, key=lambda f: f.position)
 
 
+#: the message id a goal names at the end of its text: ``... (#32)``
+_GOAL_ANCHOR = re.compile(r" \(#(\d+)\)$")
+_FOCUS = "\nFocus for what follows: "
+
+
+def _goal_request(goal: str, first: HandoffFact | None) -> tuple[HandoffFact | None, str]:
+    """A previous goal as the request it quoted (None without an id), and its focus part.
+
+    The request is placed before every fact (``first``, the middle's first
+    request, gives its score).
+    """
+    text, sep, focus = goal.partition(_FOCUS)
+    match = _GOAL_ANCHOR.search(text)
+    if match is None or first is None:
+        return None, sep + focus
+    fact = HandoffFact(
+        kind="request",
+        text=text[: match.start()],
+        message_id=int(match.group(1)),
+        position=first.position - 1,
+        score=first.score,
+    )
+    return fact, sep + focus
+
+
 def _render(facts: Sequence[HandoffFact]) -> str:
     return "\n".join(render_fact(f) for f in facts)
 
@@ -165,10 +191,7 @@ class DeterministicSummarizer(Summarizer):
         limit = {key: int(budget * share) for key, share in SHARES.items()}
         prev = request.previous_summary or HandoffSummary()
 
-        goal = prev.goal or self._goal(facts, limit["goal"])
-        if not prev.goal:  # the first request is the goal: not quoted twice
-            first = next((f for f in facts if f.kind == "request"), None)
-            facts = [f for f in facts if f is not first]
+        goal, facts = self._goal_and_facts(prev.goal, facts, limit["goal"])
         if request.focus:
             goal = f"{goal}\nFocus for what follows: {request.focus}".strip()
         goal = goal[: limit["goal"] + 200]
@@ -201,6 +224,31 @@ class DeterministicSummarizer(Summarizer):
         return SummaryResult(summary=summary, summarizer=self.name)
 
     # -- sections ------------------------------------------------------------------
+    def _goal_and_facts(
+        self, previous: str, facts: list[HandoffFact], limit: int
+    ) -> tuple[str, list[HandoffFact]]:
+        """The goal, and the facts left to place (the goal's request is not quoted twice).
+
+        The goal is the earliest real request seen: the previous goal, unless the
+        middle holds an earlier request. That happens once the head, kept verbatim
+        at the first compressions, joins a middle: its request is the session's task,
+        which becomes the goal then, and the previous goal goes back among the facts.
+        """
+        first = next((f for f in facts if f.kind == "request"), None)
+        old, focus = _goal_request(previous, first)
+        earlier = (
+            first is not None
+            and first.message_id is not None
+            and old is not None
+            and old.message_id is not None
+            and first.message_id < old.message_id
+        )
+        if previous and not earlier:
+            return previous, facts
+        goal = self._goal(facts, limit) + focus
+        rest = [f for f in facts if f is not first]
+        return goal, [old, *rest] if earlier and old is not None else rest
+
     @staticmethod
     def _goal(facts: Sequence[HandoffFact], limit: int) -> str:
         first = next((f for f in facts if f.kind == "request"), None)

@@ -414,3 +414,10 @@ def test_an_outcome_names_a_repeated_result_line_once() -> None:
     ]
     [command] = [f for f in extract_facts(messages, [1, 2]) if f.kind == "command"]
     assert command.text.count("FAIL") == command.text.count("--- FAIL") + 1, command.text
+
+
+def test_a_question_sets_no_constraint() -> None:
+    """A rule word in a question ("why keep v1 for push?") asks; it sets no rule."""
+    message = Message(role="user", content="Why keep v1 for push? You must keep the API stable.")
+    facts = extract_facts([message], [7])
+    assert [f.text for f in facts if f.kind == "constraint"] == ["You must keep the API stable."]
