@@ -45,8 +45,9 @@ from hermes_hookspecs import (
 from hermes_plugin_compressor.facts import WEIGHTS, extract_facts, priority, select_facts
 
 #: share of the output budget the fixed parts may take (chars = tokens * 4 * share);
-#: the facts of every section share the rest in one ranking
-SHARES = {"goal": 0.05, "files": 0.03, "next_steps": 0.03}
+#: the facts of every section share the rest in one ranking. The goal's share leaves a
+#: task as long as a request fact (``MAX_REQUEST_CHARS``) whole from a 32K window up
+SHARES = {"goal": 0.08, "files": 0.03, "next_steps": 0.03}
 #: characters of section titles and the anchor note, kept free of the budget
 SECTION_OVERHEAD = 200
 _PROGRESS = {"request", "answer", "command"}
