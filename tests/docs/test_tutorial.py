@@ -164,6 +164,10 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     check_facts(run)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_server(command: Command, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     server = subprocess.Popen(
         shlex.split(command.line),
@@ -172,6 +176,10 @@ def start_server(command: Command, cwd: Path, env: dict[str, str]) -> subprocess
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal delivers it: a run started in the background (``cmd &``
+        # in a script, as CI jobs may be) passes SIGINT on ignored, and Python then
+        # never raises KeyboardInterrupt for it
+        preexec_fn=_default_sigint,
     )
     assert server.stdout is not None
     first = server.stdout.readline()
