@@ -452,7 +452,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 10
+VERSION = 11
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -516,15 +516,35 @@ def message_facts(message: Message) -> dict[str, Any]:
             out["calls"] = calls
         return out
     if message.role == "tool":
-        body, outcome, errors, boost = _tool_outcome(message.text())
-        return {
+        text = message.text()
+        body, outcome, errors, boost = _tool_outcome(text)
+        out = {
             "call_id": message.tool_call_id,
             "outcome": outcome,
             "errors": errors,
             "boost": boost,
             "long": len(body) > SHORT_OUTPUT_CHARS,
         }
+        answers = user_answers(text)
+        if answers:  # the user's own choices, in a tool's result: requests, not an outcome
+            out.update(outcome="answered", answers=answers)
+        return out
     return {}
+
+
+#: how a harness hands the user's answers to the agent's questions back as a tool's
+#: result (Claude Code's ``AskUserQuestion``): ``"question"="answer"`` pairs
+_ANSWERED = re.compile(
+    r"\A\s*(?:Your questions have been answered|User has answered your questions):"
+)
+_ANSWER_PAIR = re.compile(r'"([^"\n]{1,500})"="([^"\n]{1,500})"')
+
+
+def user_answers(text: str) -> list[str]:
+    """The user's answers a tool result carries, each as ``question → answer`` (else [])."""
+    if _ANSWERED.match(text) is None:
+        return []
+    return [f"{question} → {answer}" for question, answer in _ANSWER_PAIR.findall(text)]
 
 
 def assent_only(text: str) -> bool:
@@ -684,6 +704,8 @@ def extract_facts(
                         "score": round(fact.score + boost, 3),
                     }
                 )
+            for answer in part.get("answers", []):
+                add("request", answer, position, mid)
             for line in errors:
                 where = f" (from {_cut(found[1], MAX_FROM_CHARS)})" if found is not None else ""
                 add("error", _cut(line + where, MAX_LINE_CHARS + 120), position, mid)

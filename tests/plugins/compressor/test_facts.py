@@ -421,3 +421,30 @@ def test_a_question_sets_no_constraint() -> None:
     message = Message(role="user", content="Why keep v1 for push? You must keep the API stable.")
     facts = extract_facts([message], [7])
     assert [f.text for f in facts if f.kind == "constraint"] == ["You must keep the API stable."]
+
+
+def test_the_users_answers_in_a_tool_result_are_requests() -> None:
+    """Claude Code hands the user's answers to the agent's questions (AskUserQuestion) back
+    as a tool result: they are the user's choices in their words, facts like a request,
+    not a command's outcome."""
+    ask = ToolCall(
+        id="q1", function=ToolFunction(name="AskUserQuestion", arguments='{"questions": []}')
+    )
+    messages = [
+        Message(role="assistant", content="", tool_calls=[ask]),
+        Message(
+            role="tool",
+            tool_call_id="q1",
+            content='Your questions have been answered: "Who is the audience?"="Just me — global",'
+            ' "Where should it live?"="~/.claude/skills". You can now continue with these'
+            " answers in mind.",
+        ),
+    ]
+    facts = extract_facts(messages, [10, 11])
+    requests = [(f.text, f.message_id) for f in facts if f.kind == "request"]
+    assert requests == [
+        ("Who is the audience? → Just me — global", 11),
+        ("Where should it live? → ~/.claude/skills", 11),
+    ]
+    (command,) = [f for f in facts if f.kind == "command"]
+    assert command.text.endswith("→ answered"), command.text
