@@ -284,10 +284,10 @@ def plan_compression(inputs: CompressionInputs, services: RuntimeServices) -> Co
     provider: tuple[list[NewMessage], dict[str, Any], str] | None = None
     if replan is None:
         provider = _provider_compaction(inputs, services, notes)
-    elif services.compaction_backend() is not None:
+    elif (backend := services.compaction_backend()) is not None:
         # the turn was sent on the local engine's mid-turn view: writing it keeps the
         # provider's cached prefix, while a backend's compaction now would break it again
-        notes.append("compaction backend not used: the turn's mid-turn view is written")
+        notes.append(f"compaction backend {backend.name!r} not used: the mid-turn view is written")
     kept = 0  # tokens of the rows a replanned view keeps after it
     if provider is not None:
         new_messages, plan.routing, plan.backend = provider

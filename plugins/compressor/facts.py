@@ -235,7 +235,8 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _line(text: str) -> str:
-    text = plain_text(text).strip()
+    # a carriage return inside one line (a progress frame beside it) keeps both
+    text = plain_text(text.replace("\r", " ")).strip()
     match = _GREP_PREFIX.match(text)
     if match and ("/" in match.group(1) or "." in match.group(1)):
         text = f"{match.group(1)}:{match.group(2)}: {text[match.end() :]}"
@@ -526,7 +527,7 @@ def message_facts(message: Message) -> dict[str, Any]:
             "long": len(body) > SHORT_OUTPUT_CHARS,
         }
         answers = user_answers(text)
-        if answers:  # the user's own choices, in a tool's result: requests, not an outcome
+        if answers:  # the user's own choices, in a tool's result: rules set, not an outcome
             out.update(outcome="answered", answers=answers)
         return out
     return {}
@@ -537,14 +538,16 @@ def message_facts(message: Message) -> dict[str, Any]:
 _ANSWERED = re.compile(
     r"\A\s*(?:Your questions have been answered|User has answered your questions):"
 )
-_ANSWER_PAIR = re.compile(r'"([^"\n]{1,500})"="([^"\n]{1,500})"')
+_ANSWER_PAIR = re.compile(r'"(.{1,500}?)"="(.{1,1000}?)"(?=, "|\.\s|\.?\s*\Z)', re.DOTALL)
 
 
 def user_answers(text: str) -> list[str]:
     """The user's answers a tool result carries, each as ``question → answer`` (else [])."""
     if _ANSWERED.match(text) is None:
         return []
-    return [f"{question} → {answer}" for question, answer in _ANSWER_PAIR.findall(text)]
+    return [
+        f"{_fold(question)} → {_fold(answer)}" for question, answer in _ANSWER_PAIR.findall(text)
+    ]
 
 
 def assent_only(text: str) -> bool:
@@ -704,8 +707,8 @@ def extract_facts(
                         "score": round(fact.score + boost, 3),
                     }
                 )
-            for answer in part.get("answers", []):
-                add("request", answer, position, mid)
+            for answer in part.get("answers", []):  # never the goal: a choice, not a task
+                add("constraint", answer, position, mid)
             for line in errors:
                 where = f" (from {_cut(found[1], MAX_FROM_CHARS)})" if found is not None else ""
                 add("error", _cut(line + where, MAX_LINE_CHARS + 120), position, mid)

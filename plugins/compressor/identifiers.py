@@ -151,22 +151,22 @@ def _is_path(value: str) -> bool:
 #: the line ``git commit`` prints for the commit it made: ``[main 9529088] Subject``,
 #: ``[main (root-commit) 3f2a9c1] Subject``, ``[detached HEAD 3f2a9c1] Subject``
 _COMMIT_MADE = re.compile(r"^\[[^\]\n]*? ([0-9a-f]{7,40})\] [^\n]", re.MULTILINE)
-#: the stat line that follows it: `` 2 files changed, 260 insertions(+)``
-_STAT_LINE = re.compile(r" \d+ files? changed")
+#: what git prints after it: `` Date: ...`` / `` Author: ...`` (an amend, a cherry-pick,
+#: another author) and then the stat line `` 2 files changed, 260 insertions(+)``
+_AFTER_COMMIT_MADE = re.compile(r"\n(?: (?:Author|Date): [^\n]*\n){0,2} \d+ files? changed")
 
 
 def _commits(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
     """Commits the session made: the session's milestones, which rank apart from the
-    commit ids it only saw (a log, a listing of refs)."""
+    commit ids it only saw (a log, a listing of refs). The line must be git's: its
+    stat line follows, or the text ran ``git commit`` (an empty commit prints none)."""
     if "] " not in text:
         return
-    mentions = "commit" in text  # else git's stat line must follow (``[pid 1234567] read``)
+    ran = "git commit" in text
     for match in _COMMIT_MADE.finditer(text):
-        if not mentions:
-            end = text.find("\n", match.end())
-            if end < 0 or _STAT_LINE.match(text, end + 1) is None:
-                continue
-        out.append(("commit", match.group(1)))
+        end = text.find("\n", match.end())
+        if ran or (end >= 0 and _AFTER_COMMIT_MADE.match(text, end) is not None):
+            out.append(("commit", match.group(1)))
 
 
 def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
@@ -242,7 +242,8 @@ def clean_error_line(line: str) -> str:
     Inner whitespace is kept so the line stays a literal substring of the
     original (search and comparisons find it as is).
     """
-    line = plain_text(line).strip()
+    # a carriage return inside one line (a progress frame after the error) keeps both
+    line = plain_text(line.replace("\r", " ")).strip()
     return line[:MAX_ERROR_CHARS].rstrip()
 
 
@@ -333,17 +334,13 @@ class IdentifierIndex:
         long error lines cannot crowd out paths and SHAs (nor the reverse).
         ``skip(value)`` drops identifiers that need no entry (for instance
         because they are still in the verbatim tail). The id of a commit made
-        is not listed among the commits seen. An error line that
+        that is listed is not listed again among the commits seen. An error line that
         starts like an already chosen, shorter one is a near-duplicate and is
         left out.
         """
         queues: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
         ordered = sorted(self._rank.items(), key=lambda item: -item[1])
-        # a commit made is not listed again among the commits seen
-        made = {value for (kind, value) in self._rank if kind == "commit"}
         for (kind, value), _rank in ordered:
-            if kind == "sha" and value in made:
-                continue
             if skip is None or not skip(value):
                 queues[kind].append(value)
         chosen: dict[IdentifierKind, list[str]] = {kind: [] for kind in KIND_ORDER}
@@ -367,6 +364,8 @@ class IdentifierIndex:
                 spent[kind] += cost
             else:
                 spent[kind] += cost  # too big now: let the other kinds go first
+        made = set(chosen["commit"])  # a commit made listed is not listed again as seen
+        chosen["sha"] = [value for value in chosen["sha"] if value not in made]
         return {kind: values for kind, values in chosen.items() if values}
 
 

@@ -151,22 +151,18 @@ _GOAL_ANCHOR = re.compile(r" \(#(\d+)\)$")
 _FOCUS = "\nFocus for what follows: "
 
 
-def _goal_request(goal: str, first: HandoffFact | None) -> tuple[HandoffFact | None, str]:
-    """A previous goal as the request it quoted (None without an id), and its focus part.
-
-    The request is placed before every fact (``first``, the middle's first
-    request, gives its score).
-    """
+def _goal_request(goal: str) -> tuple[HandoffFact | None, str]:
+    """A previous goal as the request it quoted (None when it names no message id),
+    and its focus part. The request is placed by the caller."""
     text, sep, focus = goal.partition(_FOCUS)
     match = _GOAL_ANCHOR.search(text)
-    if match is None or first is None:
+    if match is None:
         return None, sep + focus
     fact = HandoffFact(
         kind="request",
         text=text[: match.start()],
         message_id=int(match.group(1)),
-        position=first.position - 1,
-        score=first.score,
+        score=WEIGHTS["request"],
     )
     return fact, sep + focus
 
@@ -192,7 +188,7 @@ class DeterministicSummarizer(Summarizer):
         limit = {key: int(budget * share) for key, share in SHARES.items()}
         prev = request.previous_summary or HandoffSummary()
 
-        goal, facts = self._goal_and_facts(prev.goal, facts, limit["goal"])
+        goal, facts, displaced = self._goal_and_facts(prev.goal, facts, limit["goal"])
         if request.focus:
             goal = f"{goal}\nFocus for what follows: {request.focus}".strip()
         goal = goal[: limit["goal"] + 200]
@@ -203,7 +199,11 @@ class DeterministicSummarizer(Summarizer):
         # kind with few facts leaves its room to the others instead of wasting it
         fixed = len(goal) + len(files) + len(next_steps) + sum(len(line) + 1 for line in head)
         room = max(0, budget - fixed - SECTION_OVERHEAD)
-        pool = [f for f in [*_carried(prev), *facts] if f.kind != "file"]
+        carried = _carried(prev)
+        if displaced is not None:  # the oldest fact of all: before the carried ones
+            start = min((f.position for f in carried), default=0)
+            facts = [displaced.model_copy(update={"position": start - 1}), *facts]
+        pool = [f for f in [*carried, *facts] if f.kind != "file"]
         chosen = select_facts(pool, room)
         reserve = _reserve(pool, chosen, room * RESERVE_FACTOR)
         progress = [f for f in chosen if f.kind in _PROGRESS]
@@ -227,16 +227,19 @@ class DeterministicSummarizer(Summarizer):
     # -- sections ------------------------------------------------------------------
     def _goal_and_facts(
         self, previous: str, facts: list[HandoffFact], limit: int
-    ) -> tuple[str, list[HandoffFact]]:
-        """The goal, and the facts left to place (the goal's request is not quoted twice).
+    ) -> tuple[str, list[HandoffFact], HandoffFact | None]:
+        """The goal, the facts left to place (the goal's request is not quoted twice), and
+        the previous goal when it was replaced, as the request it quoted.
 
         The goal is the earliest real request seen: the previous goal, unless the
-        middle holds an earlier request. That happens once the head, kept verbatim
-        at the first compressions, joins a middle: its request is the session's task,
-        which becomes the goal then, and the previous goal goes back among the facts.
+        middle holds a request older than the message the previous goal names
+        (``(#N)``; one that names none is kept). That happens once the head, kept
+        verbatim at the first compressions, joins a middle: its request is the
+        session's task, which becomes the goal then, and the previous goal goes back
+        among the facts.
         """
         first = next((f for f in facts if f.kind == "request"), None)
-        old, focus = _goal_request(previous, first)
+        old, focus = _goal_request(previous) if previous else (None, "")
         earlier = (
             first is not None
             and first.message_id is not None
@@ -245,10 +248,10 @@ class DeterministicSummarizer(Summarizer):
             and first.message_id < old.message_id
         )
         if previous and not earlier:
-            return previous, facts
+            return previous, facts, None
         goal = self._goal(facts, limit) + focus
         rest = [f for f in facts if f is not first]
-        return goal, [old, *rest] if earlier and old is not None else rest
+        return goal, rest, old if earlier else None
 
     @staticmethod
     def _goal(facts: Sequence[HandoffFact], limit: int) -> str:

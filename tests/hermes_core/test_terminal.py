@@ -33,6 +33,8 @@ def test_the_compressor_reads_tool_output_as_the_screen_shows_it() -> None:
     progress bar's frames no longer reach an error line or an outcome."""
     raw = "\x1b[38:5:196merror\x1b[m: linker failed W9321"
     assert clean_error_line(raw) == "error: linker failed W9321"
+    # a progress frame after the error on the same line does not replace it
+    assert clean_error_line("error: build failed\r 42%") == "error: build failed  42%"
     output = "building 10%\rbuilding 100%\n--- FAIL: TestSync (0.01s)\n" + "x\n" * 3
     message = Message(role="tool", tool_call_id="c1", content=output)
     facts = str(message_facts(message))

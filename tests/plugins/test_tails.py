@@ -236,6 +236,17 @@ def test_the_commits_a_session_made_outlast_the_ids_it_only_saw() -> None:
     assert ("commit", "9529088") in parse_index(index)
 
 
+def test_a_commit_made_that_is_not_listed_keeps_its_id_among_the_commits_seen() -> None:
+    index = IdentifierIndex()
+    for i in range(200):  # far more commits made than a small budget lists
+        index.add("commit", f"{i:07x}c", 1000.0 + i)
+    index.add("sha", "0000000c", 0.5)  # the oldest commit made, also seen in a log
+    index.add("sha", f"{199:07x}c", 0.4)  # the newest one, listed as made
+    selected = index.select(60)
+    assert f"{199:07x}c" in selected["commit"] and "0000000c" not in selected["commit"]
+    assert "0000000c" in selected["sha"] and f"{199:07x}c" not in selected["sha"]
+
+
 # -- identifiers ---------------------------------------------------------------------------------
 
 
@@ -254,8 +265,16 @@ def test_the_commits_a_session_made_outlast_the_ids_it_only_saw() -> None:
         ("git commit -m x\n[main 1a2b3c4] fix", "commit", "1a2b3c4"),
         # git's own line for the commit it made: its id may be all digits
         ("[main 9529088] Explain why\n 1 file changed, 11 insertions(+)", "commit", "9529088"),
-        ("[main (root-commit) 3f2a9c1] first commit", "commit", "3f2a9c1"),
+        ("[main (root-commit) 3f2a9c1] first\n 4 files changed", "commit", "3f2a9c1"),
+        ("git commit --allow-empty -m x\n[main 77aa001] x", "commit", "77aa001"),
         ("[detached HEAD ab12cd3] wip\n 2 files changed", "commit", "ab12cd3"),
+        # an amend, a cherry-pick or another author: git prints Date / Author first
+        ("[main df27482] side\n Date: Tue Dec 1 10:00\n 1 file changed", "commit", "df27482"),
+        (
+            "[main 1234abc] x\n Author: A <a@b>\n Date: Tue\n 3 files changed",
+            "commit",
+            "1234abc",
+        ),
         ("fixes #1234.", "ref", "#1234"),
         ("see PR 77 for context", "ref", "PR 77"),
         ("git checkout -b fix/login-bug", "branch", "fix/login-bug"),
@@ -288,6 +307,8 @@ def test_extracts_each_kind(text: str, kind: str, value: str) -> None:
         "deadbeefcafe in prose",
         "[pid 1234567] read(3, 0x7ffd, 832) = 832",  # strace: no git, no stat line
         "[INFO 2024010] started",
+        "[INFO abc1234] committed offsets",  # no git output: "commit" alone is no cue
+        "[worker 1234567] started\nwill commit later",
     ],
 )
 def test_skips_look_alikes(text: str) -> None:

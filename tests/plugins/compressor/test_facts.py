@@ -423,10 +423,10 @@ def test_a_question_sets_no_constraint() -> None:
     assert [f.text for f in facts if f.kind == "constraint"] == ["You must keep the API stable."]
 
 
-def test_the_users_answers_in_a_tool_result_are_requests() -> None:
+def test_the_users_answers_in_a_tool_result_are_the_users_rules() -> None:
     """Claude Code hands the user's answers to the agent's questions (AskUserQuestion) back
-    as a tool result: they are the user's choices in their words, facts like a request,
-    not a command's outcome."""
+    as a tool result: they are the user's choices in their words, facts like a rule the
+    user set (never the goal: a choice, not a task), not a command's outcome."""
     ask = ToolCall(
         id="q1", function=ToolFunction(name="AskUserQuestion", arguments='{"questions": []}')
     )
@@ -436,15 +436,18 @@ def test_the_users_answers_in_a_tool_result_are_requests() -> None:
             role="tool",
             tool_call_id="q1",
             content='Your questions have been answered: "Who is the audience?"="Just me — global",'
-            ' "Where should it live?"="~/.claude/skills". You can now continue with these'
-            " answers in mind.",
+            ' "What name?"="call it "foo"", "Anything else?"="two\nlines". You can now'
+            " continue with these answers in mind.",
         ),
+        Message(role="user", content="now build it"),
     ]
-    facts = extract_facts(messages, [10, 11])
-    requests = [(f.text, f.message_id) for f in facts if f.kind == "request"]
-    assert requests == [
+    facts = extract_facts(messages, [10, 11, 12])
+    rules = [(f.text, f.message_id) for f in facts if f.kind == "constraint"]
+    assert rules == [
         ("Who is the audience? → Just me — global", 11),
-        ("Where should it live? → ~/.claude/skills", 11),
+        ('What name? → call it "foo"', 11),
+        ("Anything else? → two lines", 11),
     ]
     (command,) = [f for f in facts if f.kind == "command"]
     assert command.text.endswith("→ answered"), command.text
+    assert [f.text for f in facts if f.kind == "request"] == ["now build it"]
