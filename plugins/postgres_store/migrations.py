@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -292,8 +293,67 @@ def check_known(applied: list[str], where: str) -> None:
         )
 
 
+def _needs_migrations(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether ``schema`` lacks a migration this version knows (or cannot tell)."""
+    from psycopg import errors, sql
+
+    try:
+        rows = conn.execute(
+            sql.SQL("SELECT name FROM {}.schema_migrations").format(sql.Identifier(schema))
+        ).fetchall()
+    except errors.Error:  # no schema or no table yet: a new database
+        return True
+    return not KNOWN.issubset(str(row[0]) for row in rows)
+
+
+#: how often a migrating process asks again for a schema its index builder holds
+BUILD_POLL_SECONDS = 0.2
+
+
+def _hold_off_builds(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Take the schema's index build lock, waiting for a build of another process.
+
+    The lock is asked for in short autocommit statements, never from inside a
+    transaction: a concurrent build (``CREATE INDEX CONCURRENTLY``) waits for
+    every transaction older than its last phase, so a migration waiting for the
+    lock inside one, or for a table lock the build holds, would be a deadlock.
+    """
+    warned = False
+    while True:
+        row = conn.execute(
+            "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (INDEX_BUILD_LOCK, schema)
+        ).fetchone()
+        if row is not None and row[0]:
+            return
+        if not warned:
+            LOG.info("postgres schema %r: waiting for another process's index build", schema)
+            warned = True
+        time.sleep(BUILD_POLL_SECONDS)
+
+
 def migrate(conn: psycopg.Connection[Any], schema: str) -> list[str]:
-    """Apply the missing migrations on ``conn`` (autocommit, search_path set); return them."""
+    """Apply the missing migrations on ``conn`` (autocommit, search_path set); return them.
+
+    With migrations to apply, it first waits for an index build another process
+    is running in the schema (:func:`_hold_off_builds`), and no build starts until
+    it is done.
+    """
+    from psycopg import errors
+
+    held = _needs_migrations(conn, schema)
+    if held:
+        _hold_off_builds(conn, schema)
+    try:
+        return _migrate(conn, schema)
+    finally:
+        if held:
+            with contextlib.suppress(errors.Error):  # a lost connection released it
+                conn.execute(
+                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (INDEX_BUILD_LOCK, schema)
+                )
+
+
+def _migrate(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     from psycopg import sql
 
     done: list[str] = []
@@ -402,11 +462,13 @@ def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> li
     the build never holds off the store's writers, however long it takes on a
     big table (a plain ``CREATE INDEX`` holds a SHARE lock throughout, and even
     while it waits for its lock the writers queue behind it). One process of a
-    schema builds at a time; another one opening meanwhile leaves the indexes
-    out. An index that cannot be built (no privilege, no disk, a writing
-    transaction open past :data:`INDEX_LOCK_TIMEOUT`) is logged and left out,
-    its invalid remains dropped: the store opens without it, and the next open
-    builds it.
+    schema builds at a time, and none while another migrates it; a process
+    opening meanwhile leaves the indexes out. A concurrent build waits for every
+    transaction in the database older than its last phase; one still open past
+    :data:`INDEX_LOCK_TIMEOUT` (or no privilege, no disk) fails it, and the
+    builds after it are left for the next open too (the same transaction would
+    hold them off). A failed build leaves an invalid index, which the next
+    open drops before building again; the store opens without it.
 
     :return: one line per index left out.
     """
@@ -420,31 +482,39 @@ def _ensure_indexes(conn: psycopg.Connection[Any], wanted: dict[str, Any]) -> li
         "SELECT pg_try_advisory_lock(%s, hashtext(current_schema()))", (INDEX_BUILD_LOCK,)
     ).fetchone()
     if row is None or not row[0]:
-        return [f"index {name} not built: another process is building it" for name in missing]
+        why = "another process is building or migrating the schema"
+        return [f"index {name} not built: {why}" for name in missing]
     failed: list[str] = []
     try:
         conn.execute("SET maintenance_work_mem = '256MB'")
         conn.execute("SELECT set_config('lock_timeout', %s, false)", (INDEX_LOCK_TIMEOUT,))
         valid = _index_validity(conn, missing)  # another process may have built them
+        held_off = ""
         for name in missing:
             if valid.get(name, False):
                 continue
-            drop = sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
+            if held_off:
+                failed.append(f"index {name} not built: {held_off}")
+                continue
             try:
                 if name in valid:  # the invalid remains of a build that failed
+                    drop = sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
+                        sql.Identifier(name)
+                    )
                     conn.execute(drop)
                 LOG.info("postgres schema: creating index %s", name)
                 conn.execute(wanted[name])
             except errors.Error as exc:
                 LOG.warning("postgres schema: index %s not built (%s)", name, first_line(exc))
                 failed.append(f"index {name} not built: {first_line(exc)}")
-                # still held off, it stays: the next open drops it before building again
-                with contextlib.suppress(errors.Error):
-                    conn.execute(drop)
+                if isinstance(exc, errors.LockNotAvailable) or conn.closed:
+                    held_off = first_line(exc)
     finally:
-        conn.execute("RESET lock_timeout")
-        conn.execute("RESET maintenance_work_mem")
-        conn.execute(
-            "SELECT pg_advisory_unlock(%s, hashtext(current_schema()))", (INDEX_BUILD_LOCK,)
-        )
+        # a lost connection has released the lock and its settings with it
+        with contextlib.suppress(errors.Error):
+            conn.execute("RESET lock_timeout")
+            conn.execute("RESET maintenance_work_mem")
+            conn.execute(
+                "SELECT pg_advisory_unlock(%s, hashtext(current_schema()))", (INDEX_BUILD_LOCK,)
+            )
     return failed

@@ -7,6 +7,7 @@ it runs on a few hundred rows.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -381,7 +382,8 @@ def test_an_index_build_never_holds_off_the_stores_writers(
         for _ in range(500):
             waiting = other.execute(
                 "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE NOT l.granted AND a.datname = current_database()"
+                "WHERE NOT l.granted AND a.datname = current_database() "
+                "AND a.query LIKE 'CREATE INDEX%%'"
             ).fetchone()
             if waiting and waiting[0]:
                 break
@@ -452,10 +454,109 @@ def test_a_store_opens_without_waiting_for_another_process_building_its_indexes(
             "SELECT pg_advisory_lock(%s, hashtext(%s))", (migrations.INDEX_BUILD_LOCK, schema)
         )
         with PostgresSessionStore(pg_dsn, schema=schema) as store:
-            assert "another process is building it" in store.describe()["search"]
+            assert "another process is building or migrating" in store.describe()["search"]
             assert store.substring_index is False
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         assert store.substring_index
+
+
+def _wait_for_build(conn: Any) -> int:
+    """The pid of a concurrent index build of this database once it waits for a lock."""
+    deadline = time.monotonic() + 10
+    while True:
+        row = conn.execute(
+            "SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE NOT l.granted AND a.datname = current_database() "
+            "AND a.query LIKE 'CREATE INDEX CONCURRENTLY%%'"
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        assert time.monotonic() < deadline, "the index build never waited"
+        time.sleep(0.01)
+
+
+def test_a_migration_waits_for_an_index_build_instead_of_deadlocking(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newer version opens while an older one builds an index: its migration (here one
+    that drops an index of message_search, as 0010 does) waits for the build, outside any
+    transaction, and both open (inside one, the build waited for the migration's snapshot
+    while the migration waited for the build: a deadlock)."""
+    import threading
+
+    import psycopg
+
+    from hermes_plugin_postgres_store import migrations
+
+    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "30s")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=30)
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    opened: dict[str, str] = {}
+
+    def open_store(name: str) -> None:
+        try:
+            with PostgresSessionStore(pg_dsn, schema=schema) as store:
+                opened[name] = store.describe()["search"]
+        except Exception as exc:  # reported below
+            opened[name] = f"raised {exc!r}"
+
+    with psycopg.connect(pg_dsn) as writer, psycopg.connect(pg_dsn, autocommit=True) as admin:
+        writer.execute(f'SET search_path TO "{schema}"')
+        writer.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")
+        builder = threading.Thread(target=open_store, args=("builder",))
+        builder.start()
+        _wait_for_build(admin)
+        future = migrations.Migration(
+            "0099_future", "DROP INDEX IF EXISTS message_search_session_order"
+        )
+        monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, future))
+        monkeypatch.setattr(migrations, "KNOWN", migrations.KNOWN | {future.name})
+        newer = threading.Thread(target=open_store, args=("newer",))
+        newer.start()
+        time.sleep(0.5)  # the newer one is waiting for the build (it polls)
+        assert newer.is_alive()
+        writer.rollback()  # the build goes on, ends, and the migration runs
+        builder.join(timeout=30)
+        newer.join(timeout=30)
+    assert "raised" not in opened.get("builder", "raised"), opened
+    assert "raised" not in opened.get("newer", "raised"), opened
+    assert raw(pg_dsn, schema, "SELECT 1 FROM schema_migrations WHERE name = '0099_future'")
+    assert raw(pg_dsn, schema, UNPARSED_INDEX_VALID) == [(True,)]
+
+
+def test_a_build_whose_connection_dies_leaves_the_store_open(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import psycopg
+
+    from hermes_plugin_postgres_store import migrations
+
+    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "30s")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        fill(store, filler=5)
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    opened: list[Any] = []
+
+    def open_store() -> None:
+        try:
+            with PostgresSessionStore(pg_dsn, schema=schema) as store:
+                opened.append((store.substring_index, store.describe()["search"]))
+        except Exception as exc:  # reported below
+            opened.append(exc)
+
+    with psycopg.connect(pg_dsn) as writer, psycopg.connect(pg_dsn, autocommit=True) as admin:
+        writer.execute(f'SET search_path TO "{schema}"')
+        writer.execute("LOCK TABLE message_search IN ROW EXCLUSIVE MODE")
+        builder = threading.Thread(target=open_store)
+        builder.start()
+        admin.execute("SELECT pg_terminate_backend(%s)", (_wait_for_build(admin),))
+        builder.join(timeout=30)
+        writer.rollback()
+    assert len(opened) == 1 and isinstance(opened[0], tuple), opened
+    assert opened[0][0] is False and "not built" in opened[0][1], opened
 
 
 def test_words_rank_through_gin_the_store_builds_no_other_index_kind(
