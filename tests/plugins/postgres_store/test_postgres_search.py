@@ -342,6 +342,20 @@ def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
         assert "not built" not in store.describe()["search"]
 
 
+def without_partial_index(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch, timeout: str, filler: int
+) -> str:
+    """A filled schema whose partial trigram index is gone, so the next open builds it with
+    ``timeout`` as its lock timeout; the session's id."""
+    from hermes_plugin_postgres_store import migrations
+
+    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", timeout)
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        sid = fill(store, filler=filler)
+    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    return sid
+
+
 #: whether the schema's partial trigram index is valid: [] when it does not exist
 UNPARSED_INDEX_VALID = (
     "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -361,12 +375,7 @@ def test_an_index_build_never_holds_off_the_stores_writers(
 
     import psycopg
 
-    from hermes_plugin_postgres_store import migrations
-
-    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "3s")
-    with PostgresSessionStore(pg_dsn, schema=schema) as store:
-        sid = fill(store, filler=30)
-    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    sid = without_partial_index(pg_dsn, schema, monkeypatch, "3s", filler=30)
     opened: list[str] = []
     with psycopg.connect(pg_dsn) as writer, psycopg.connect(pg_dsn, autocommit=True) as other:
         writer.execute(f'SET search_path TO "{schema}"')
@@ -403,17 +412,12 @@ def test_an_index_build_never_holds_off_the_stores_writers(
         assert [h.session_id for h in store.search("orbla", limit=1)] == [sid]
 
 
-def test_a_build_that_gives_up_leaves_no_invalid_index(
+def test_a_build_that_gives_up_leaves_its_invalid_index_to_the_next_open(
     pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import psycopg
 
-    from hermes_plugin_postgres_store import migrations
-
-    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "200ms")
-    with PostgresSessionStore(pg_dsn, schema=schema) as store:
-        fill(store, filler=5)
-    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    without_partial_index(pg_dsn, schema, monkeypatch, "200ms", filler=5)
     query = UNPARSED_INDEX_VALID
     with psycopg.connect(pg_dsn) as writer:
         writer.execute(f'SET search_path TO "{schema}"')
@@ -488,10 +492,7 @@ def test_a_migration_waits_for_an_index_build_instead_of_deadlocking(
 
     from hermes_plugin_postgres_store import migrations
 
-    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "30s")
-    with PostgresSessionStore(pg_dsn, schema=schema) as store:
-        fill(store, filler=30)
-    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    without_partial_index(pg_dsn, schema, monkeypatch, "30s", filler=30)
     opened: dict[str, str] = {}
 
     def open_store(name: str) -> None:
@@ -532,12 +533,7 @@ def test_a_build_whose_connection_dies_leaves_the_store_open(
 
     import psycopg
 
-    from hermes_plugin_postgres_store import migrations
-
-    monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "30s")
-    with PostgresSessionStore(pg_dsn, schema=schema) as store:
-        fill(store, filler=5)
-    raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
+    without_partial_index(pg_dsn, schema, monkeypatch, "30s", filler=5)
     opened: list[Any] = []
 
     def open_store() -> None:
