@@ -293,17 +293,16 @@ def check_known(applied: list[str], where: str) -> None:
         )
 
 
-def _needs_migrations(conn: psycopg.Connection[Any], schema: str) -> bool:
-    """Whether ``schema`` lacks a migration this version knows (or cannot tell)."""
-    from psycopg import errors, sql
+def _needs_migrations(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the schema on ``conn``'s search_path lacks a migration this version knows
+    (or cannot tell: no schema or no migrations table yet, a new database)."""
+    from psycopg import errors
 
     try:
-        rows = conn.execute(
-            sql.SQL("SELECT name FROM {}.schema_migrations").format(sql.Identifier(schema))
-        ).fetchall()
-    except errors.Error:  # no schema or no table yet: a new database
+        applied = _applied(conn)
+    except errors.Error:
         return True
-    return not KNOWN.issubset(str(row[0]) for row in rows)
+    return not KNOWN.issubset(applied)
 
 
 #: how often a migrating process asks again for a schema its index builder holds
@@ -340,7 +339,7 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     """
     from psycopg import errors
 
-    held = _needs_migrations(conn, schema)
+    held = _needs_migrations(conn)
     if held:
         _hold_off_builds(conn, schema)
     try:
