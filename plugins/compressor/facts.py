@@ -89,6 +89,8 @@ _ERROR_LINE = re.compile(
     r"not found|No such file|Permission denied|permission denied|refused|"
     r"cannot(?<!\wcannot)\b|undefined(?<!\wundefined)\b|, want \S|has not been|mismatch"
 )
+#: what precedes an error word that counts none of them (``0 failed``, ``0 errors``)
+_NONE_BEFORE = re.compile(r"(?<![\w.])0 \Z")
 #: ... or the words ``want`` and ``got`` in either order, or ``expected `` and later
 #: `` got`` or `` but`` (found one after the other: as ``want.*got`` in one pattern, a
 #: line of many ``want`` and no ``got`` cost its length for each ``want``)
@@ -98,9 +100,13 @@ _GOT_OR_BUT = re.compile(r" (?:got|but)")
 
 
 def _error_line(line: str) -> bool:
-    """Whether ``line`` reports an error (see :data:`_ERROR_LINE`); linear in its length."""
-    if _ERROR_LINE.search(line):
-        return True
+    """Whether ``line`` reports an error (see :data:`_ERROR_LINE`); linear in its length.
+
+    A count of none (``0 failed``, ``0 errors``) reports no error.
+    """
+    for match in _ERROR_LINE.finditer(line):
+        if not _NONE_BEFORE.search(line, 0, match.start()):
+            return True
     for first, then in ((_WANT, _GOT), (_GOT, _WANT)):
         found = first.search(line)
         if found is not None and then.search(line, found.end()):
@@ -147,6 +153,7 @@ _ACK = re.compile(
     r"(?i)^(?:the file \S.{0,300} has been (?:updated|created)(?: successfully)?\.?|"
     r"file created successfully.{0,200}|updated task #?\d+ status|"
     r"todos have been modified successfully.{0,400}|"
+    r"success\. (?:updated|added|deleted|modified) the following files:.*|"
     r"(?:ok|done|success|successfully|saved|plan updated)\.?)$"
 )
 #: assistant prose that only narrates the next step
@@ -288,9 +295,26 @@ def _arguments(arguments: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {"input": value}
 
 
+#: a patch's file headers (``*** Update File: path``: the ``apply_patch`` format)
+_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
+
+
+def _patch_files(args: Mapping[str, object]) -> list[tuple[str, str]]:
+    """The (action, path) pairs a patch in the call's arguments names, in order."""
+    out: list[tuple[str, str]] = []
+    for value in args.values():
+        if isinstance(value, str) and "*** " in value:
+            out += [(m.group(1), m.group(2)) for m in _PATCH_FILE.finditer(value)]
+    return list(dict.fromkeys(out))
+
+
 def call_subject(name: str, arguments: str) -> str:
-    """What a tool call did, in a few words: ``Bash: go test ./...``, ``Edit: path/x.go``."""
+    """What a tool call did, in a few words: ``Bash: go test ./...``, ``Edit: path/x.go``,
+    ``apply_patch: Update x.go, Add y.go`` (a patch by the files it changes)."""
     args = _arguments(arguments)
+    patched = _patch_files(args)
+    if patched:
+        return f"{name}: " + _cut(", ".join(f"{a} {p}" for a, p in patched), MAX_LINE_CHARS)
     pattern, where = args.get("pattern"), args.get("path")
     if isinstance(pattern, str) and isinstance(where, str):
         return f"{name}: {_cut(_fold(pattern), 120)} in {_cut(where.strip(), 120)}"
@@ -306,16 +330,53 @@ def call_subject(name: str, arguments: str) -> str:
     return name
 
 
-def edited_file(name: str, arguments: str) -> str | None:
-    """The file an edit-like call changed, when it names one."""
-    if not _EDIT_TOOLS.search(name):
-        return None
+#: an outcome that shows nothing: no output, or no word (a spinner's frame, an echoed key)
+_SHOWS_NOTHING = re.compile(r"\(no output\)|[^A-Za-z]*")
+#: the argument naming the running process a call polls or writes to (Codex
+#: ``write_stdin``'s ``session_id``, Claude Code ``BashOutput``'s ``bash_id``)
+_PROCESS_KEYS = ("session_id", "bash_id", "shell_id")
+#: an output saying its command still runs, with the id later calls name it by
+_STILL_RUNNING = re.compile(
+    r"^Process running with session ID (\S+)$|running in background with ID: (\w+)", re.MULTILINE
+)
+
+
+def polled_process(arguments: str) -> str | None:
+    """The id of the process a call names (it polls it or writes to it), if any.
+
+    The call is a poll (:func:`extract_facts`) only when an earlier output reported
+    that id running or the call's own output is an execution envelope: an argument
+    of that name alone makes none.
+    """
     args = _arguments(arguments)
+    for key in _PROCESS_KEYS:
+        value = args.get(key)
+        if isinstance(value, int | str) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return None
+
+
+def still_running(text: str) -> str | None:
+    """The id of the process a tool output says is still running (it was not waited for)."""
+    match = _STILL_RUNNING.search(text[:2_000])
+    if match is None:
+        return None
+    return match.group(1) or match.group(2)
+
+
+def edited_files(name: str, arguments: str) -> list[str]:
+    """The files an edit-like call changed, when it names them (a patch: each file it names)."""
+    if not _EDIT_TOOLS.search(name):
+        return []
+    args = _arguments(arguments)
+    patched = _patch_files(args)
+    if patched:
+        return list(dict.fromkeys(path for _action, path in patched))
     for key in ("file_path", "path", "notebook_path", "filename", "file"):
         value = args.get(key)
         if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
+            return [value.strip()]
+    return []
 
 
 def _scan_region(text: str) -> str:
@@ -358,11 +419,13 @@ def _candidate_lines(region: str, starts: list[int]) -> list[int]:
 
 #: an execution envelope around a command's output (Codex ``exec_command``:
 #: ``Command:``, ``Chunk ID:``, ``Wall time:``, ``Process exited with code N``,
-#: ``Original token count:``, then ``Output:`` and the output itself)
+#: ``Original token count:``, then ``Output:`` and the output itself; Codex
+#: ``apply_patch``: ``Exit code: N``, ``Wall time:``, ``Output:``)
 _ENVELOPE = re.compile(
     r"\A(?:Command: (?s:.{0,4000}?)\n(?=Chunk ID: |Wall time: |Process ))?"
     r"(?:(?:Chunk ID|Wall time|Original token count|Session ID): [^\n]*\n"
-    r"|Process (?:exited with code (?P<code>-?\d+)|running[^\n]*)\n)+Output:\n?"
+    r"|Process (?:exited with code (?P<code>-?\d+)|running[^\n]*)\n"
+    r"|Exit code: (?P<exit>-?\d+)\n)+Output:\n?"
 )
 
 
@@ -372,12 +435,12 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
     The envelope repeats the call and timing around every output; only the exit
     code and the output say what happened.
     """
-    if not text.startswith(("Command: ", "Chunk ID: ")):
+    if not text.startswith(("Command: ", "Chunk ID: ", "Exit code: ")):
         return text, None
     match = _ENVELOPE.match(text)
     if match is None:
         return text, None
-    code = match.group("code")
+    code = match.group("code") or match.group("exit")
     return text[match.end() :], int(code) if code is not None else None
 
 
@@ -453,7 +516,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 11
+VERSION = 12
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -510,7 +573,8 @@ def message_facts(message: Message) -> dict[str, Any]:
                     "id": call.id,
                     "tool": call.function.name,
                     "subject": call_subject(call.function.name, call.function.arguments),
-                    "file": edited_file(call.function.name, call.function.arguments),
+                    "files": edited_files(call.function.name, call.function.arguments),
+                    "polls": polled_process(call.function.arguments),
                 }
             )
         if calls:
@@ -521,6 +585,8 @@ def message_facts(message: Message) -> dict[str, Any]:
         body, outcome, errors, boost = _tool_outcome(text)
         out = {
             "call_id": message.tool_call_id,
+            "running": still_running(text),
+            "enveloped": len(body) != len(text),
             "outcome": outcome,
             "errors": errors,
             "boost": boost,
@@ -633,6 +699,9 @@ def extract_facts(
     """
     facts: list[HandoffFact] = []
     calls: dict[str, tuple[int, str, str]] = {}  # call id -> (fact index, subject, tool)
+    running: set[str] = set()  # ids of processes an output said still run
+    naming: dict[int, str] = {}  # the fact of a call naming a process id -> that id
+    idle: set[int] = set()  # the facts of polls that saw nothing new
     total = max(1, len(messages))
     stored = list(annotations) if annotations is not None else [None] * len(messages)
 
@@ -681,8 +750,10 @@ def extract_facts(
             for call in part.get("calls", []):
                 index = add("command", call["subject"], position, mid)
                 calls[call["id"]] = (index, call["subject"], call["tool"])
-                if call["file"]:
-                    add("file", call["file"], position, mid)
+                if call.get("polls"):
+                    naming[index] = call["polls"]
+                for path in call["files"]:
+                    add("file", path, position, mid)
         elif message.role == "tool":
             found = calls.get(part["call_id"] or "")
             errors = part["errors"]
@@ -698,6 +769,11 @@ def extract_facts(
             if found is not None:
                 index, subject, _tool = found
                 fact = facts[index]
+                # a poll: it names a process an earlier output said runs, or its own output
+                # is that process's (an execution envelope: the start may be compacted already)
+                poll = index in naming and (naming[index] in running or part.get("enveloped"))
+                if poll and _SHOWS_NOTHING.fullmatch(part["outcome"]) and not errors:
+                    idle.add(index)  # a poll that saw nothing new (a spinner frame): no fact
                 # the outcome's message is the one to open (a result of a draft row: its
                 # draft id, for commit to map)
                 facts[index] = fact.model_copy(
@@ -707,12 +783,16 @@ def extract_facts(
                         "score": round(fact.score + boost, 3),
                     }
                 )
+                if part.get("running"):
+                    running.add(part["running"])
+                elif poll:  # the process it polled ended
+                    running.discard(naming[index])
             for answer in part.get("answers", []):  # never the goal: a choice, not a task
                 add("constraint", answer, position, mid)
             for line in errors:
                 where = f" (from {_cut(found[1], MAX_FROM_CHARS)})" if found is not None else ""
                 add("error", _cut(line + where, MAX_LINE_CHARS + 120), position, mid)
-    return facts
+    return [fact for index, fact in enumerate(facts) if index not in idle]
 
 
 #: a fact this many characters long costs twice what its score alone says

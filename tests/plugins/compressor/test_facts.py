@@ -451,3 +451,97 @@ def test_the_users_answers_in_a_tool_result_are_the_users_rules() -> None:
     (command,) = [f for f in facts if f.kind == "command"]
     assert command.text.endswith("→ answered"), command.text
     assert [f.text for f in facts if f.kind == "request"] == ["now build it"]
+
+
+def call(call_id: str, name: str, arguments: object) -> Message:
+    encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Message(
+        role="assistant",
+        tool_calls=[ToolCall(id=call_id, function=ToolFunction(name=name, arguments=encoded))],
+    )
+
+
+def test_a_patch_names_the_files_it_changes_and_its_success_is_an_acknowledgement() -> None:
+    patch = (
+        "*** Begin Patch\n*** Update File: /repo/sem/provider.go\n@@ var warnings\n-a\n+b\n"
+        "*** Add File: /repo/sem/provider_test.go\n+package sem\n*** End Patch\n"
+    )
+    result = (
+        "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n"
+        "M /repo/sem/provider.go\nA /repo/sem/provider_test.go\n"
+    )
+    facts = extract_facts(
+        [
+            call("p", "apply_patch", {"input": patch}),
+            Message(role="tool", tool_call_id="p", content=result),
+        ],
+        [1, 2],
+    )
+    files = [f.text for f in facts if f.kind == "file"]
+    assert files == ["/repo/sem/provider.go", "/repo/sem/provider_test.go"]
+    [command] = [f for f in facts if f.kind == "command"]
+    assert command.text == (
+        "apply_patch: Update /repo/sem/provider.go, Add /repo/sem/provider_test.go → ok"
+    )
+    assert command.score < 3  # the files say what it did; "Success." adds nothing
+
+
+def test_a_patch_that_fails_keeps_its_exit_code() -> None:
+    patch = "*** Begin Patch\n*** Update File: x.go\n@@\n-a\n+b\n*** End Patch\n"
+    result = "Exit code: 1\nWall time: 0 seconds\nOutput:\nFailed to find expected lines in x.go\n"
+    facts = extract_facts(
+        [
+            call("p", "apply_patch", {"input": patch}),
+            Message(role="tool", tool_call_id="p", content=result),
+        ],
+        [1, 2],
+    )
+    [command] = [f for f in facts if f.kind == "command"]
+    assert (
+        command.text == "apply_patch: Update x.go → exit 1: Failed to find expected lines in x.go"
+    )
+
+
+def test_a_poll_of_a_running_command_that_saw_nothing_new_is_no_fact() -> None:
+    def envelope(state: str, output: str) -> str:
+        return (
+            f"Chunk ID: 1a\nWall time: 1.0 seconds\n{state}\nOriginal token count: 3\nOutput:\n"
+            + output
+        )
+
+    running = "Process running with session ID 39297"
+    messages = [
+        call("s", "exec_command", {"cmd": "go test ./..."}),
+        Message(role="tool", tool_call_id="s", content=envelope(running, "=== RUN TestA")),
+        call("p1", "write_stdin", {"session_id": 39297, "chars": ""}),
+        Message(role="tool", tool_call_id="p1", content=envelope(running, "⣷")),
+        call("p2", "write_stdin", {"session_id": 39297, "chars": ""}),
+        Message(role="tool", tool_call_id="p2", content=envelope(running, "")),
+        call("p3", "write_stdin", {"session_id": 39297, "chars": ""}),
+        Message(
+            role="tool",
+            tool_call_id="p3",
+            content=envelope("Process exited with code 0", "ok  github.com/x/sem 2.224s"),
+        ),
+        # the process ended: a later call naming its id polls nothing, and stays a fact
+        call("p4", "write_stdin", {"session_id": 39297, "chars": ""}),
+        Message(role="tool", tool_call_id="p4", content="write_stdin failed: session not found"),
+        # an argument of that name alone makes no poll: no output said it runs
+        call("o", "open_session", {"session_id": 7}),
+        Message(role="tool", tool_call_id="o", content="0"),
+        # a poll whose start was compacted before: its own output is the process's
+        call("p5", "write_stdin", {"session_id": 4242, "chars": ""}),
+        Message(
+            role="tool",
+            tool_call_id="p5",
+            content=envelope("Process running with session ID 4242", "⡿"),
+        ),
+    ]
+    facts = extract_facts(messages, list(range(1, len(messages) + 1)))
+    commands = [f.text for f in facts if f.kind == "command"]
+    assert commands == [
+        "exec_command: go test ./... → === RUN TestA",
+        "write_stdin → ok github.com/x/sem 2.224s",
+        "write_stdin → write_stdin failed: session not found",
+        "open_session → 0",
+    ]
