@@ -36,6 +36,8 @@ from typing import Any
 from hermes_core.terminal import plain_text
 from hermes_hookspecs import HandoffFact, Message
 
+from .identifiers import COMMIT_LINE
+
 #: base weight of each kind of fact
 WEIGHTS = {
     "request": 10.0,
@@ -163,9 +165,7 @@ _NARRATION = re.compile(
 )
 #: a result line (:func:`_result_line`) starts ``ok``, ``PASS``, ``FAIL``, ``--- PASS|FAIL``
 #: or is a git commit's ``[main 1a2b3c4] msg`` ...
-_RESULT_START = re.compile(
-    r"ok\s|PASS\b|FAIL\b|---\s(?:PASS|FAIL)|\[[\w./-]+ (?:\(root-commit\) )?[0-9a-f]{7,40}\] "
-)
+_RESULT_START = re.compile(r"ok\s|PASS\b|FAIL\b|---\s(?:PASS|FAIL)|" + COMMIT_LINE)
 #: ... or holds ``exit code|status``, ``Exit code``, ``Success``, or ``succeeded``,
 #: ``created``, ``written``, ``updated``, ``committed``, ``merged``, ``pushed`` as words ...
 _RESULT_WORD = re.compile(

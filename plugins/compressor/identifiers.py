@@ -150,7 +150,11 @@ def _is_path(value: str) -> bool:
 
 #: the line ``git commit`` prints for the commit it made: ``[main 9529088] Subject``,
 #: ``[main (root-commit) 3f2a9c1] Subject``, ``[detached HEAD 3f2a9c1] Subject``
-_COMMIT_MADE = re.compile(r"^\[[^\]\n]*? ([0-9a-f]{7,40})\] [^\n]", re.MULTILINE)
+#: git's line for a commit it made, ``[main 1a2b3c4] subject`` (``[main (root-commit)
+#: 1a2b3c4]``, ``[detached HEAD 1a2b3c4]``): the commits made here, and a result line of
+#: the handoff's facts (:mod:`.facts`)
+COMMIT_LINE = r"\[(?:[^\]\s]+|detached HEAD)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (?=[^\n])"
+_COMMIT_MADE = re.compile("^" + COMMIT_LINE, re.MULTILINE)
 #: what git prints after it: `` Date: ...`` / `` Author: ...`` (an amend, a cherry-pick,
 #: another author) and then the stat line `` 2 files changed, 260 insertions(+)``
 _AFTER_COMMIT_MADE = re.compile(r"\n(?: (?:Author|Date): [^\n]*\n){0,2} \d+ files? changed")

@@ -338,8 +338,17 @@ def test_outcomes_keep_the_runners_command_and_a_commit_and_failures_keep_their_
         bash("c4", "go test -run TestDebug -v"),
         Message(role="tool", tool_call_id="c4", content=passing),
     ]
-    facts = extract_facts(messages, [1, 2, 3, 4, 5, 6, 7, 8])
+    detached = (
+        "Running checks\n[detached HEAD 5e54c4f] Fix provider\n 5 files changed\n" + "x\n" * 200
+    )
+    messages += [
+        bash("c5", "git commit -m 'Fix provider'"),
+        Message(role="tool", tool_call_id="c5", content=detached),
+    ]
+    facts = extract_facts(messages, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
     commands = {f.message_id: f for f in facts if f.kind == "command"}
+    # a commit on a detached HEAD is git's commit line all the same
+    assert commands[10].text.endswith("→ [detached HEAD 5e54c4f] Fix provider")
     assert "→ [test:ci] $ go test -tags=integration -race ./... | ok" in commands[2].text
     assert "28.304s" in commands[2].text
     # a commit is an outcome worth as much as a test summary

@@ -44,7 +44,7 @@ REFERENCE_RESULT_LINE = re.compile(
     r"(?:^ok\s|^PASS\b|^FAIL\b|^---\s(?:PASS|FAIL)|\b\d+ (?:passed|failed|tests?)\b|"
     r"\b\d+(?:\.\d+)?s\b|exit (?:code|status)|Exit code|\bSuccess|\bsucceeded\b|\bcreated\b|"
     r"\bwritten\b|\bupdated\b|\bcommitted\b|\bmerged\b|\bpushed\b|"
-    r"^\[[\w./-]+ (?:\(root-commit\) )?[0-9a-f]{7,40}\] )"
+    r"^\[(?:[^\]\s]+|detached HEAD)(?: \(root-commit\))? [0-9a-f]{7,40}\] (?=[^\n]))"
 )
 
 
