@@ -9,6 +9,7 @@ model call, so preflight compression fires exactly where it would live.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from hermes_hookspecs import (
     Importer,
     ImportFormatError,
     Message,
+    NotFoundError,
     ToolCall,
     ToolFunction,
     hookimpl,
@@ -233,6 +235,7 @@ def replay(
         hermes.settings.model.context_length = context_length
     system_text, turns = split_turns(conv.messages, hermes.harness)
     session = hermes.new_session(
+        session_id=replay_session_id(hermes.store(), transcript, conversation, context_length),
         title=conv.title or transcript.name,
         cwd="",
         goal="",
@@ -264,6 +267,33 @@ def replay(
         hermes.pm.unregister(watcher)
     _finish(hermes, session, report, probes or [])
     return report
+
+
+def replay_session_id(
+    store: Any, transcript: Path, conversation: int, context_length: int | None
+) -> str:
+    """The id of a replay's session: the same for the same transcript, conversation and
+    window, so two replays of one case are the same run.
+
+    The id is in the system prompt, and a fresh random one tokenizes into a few
+    tokens more or less: every compaction point after moves with it, and a recall
+    figure of the same code changed from run to run. A store that holds the id
+    already (the same case replayed into one database again) gets the next one.
+    """
+    digest = hashlib.sha256()
+    with transcript.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    base = f"{digest.hexdigest()}:{conversation}:{context_length}"
+    attempt = 1
+    while True:
+        key = base if attempt == 1 else f"{base}:{attempt}"
+        candidate = hashlib.sha256(key.encode()).hexdigest()[:32]
+        try:
+            store.get_session(candidate)
+        except NotFoundError:
+            return candidate
+        attempt += 1
 
 
 def _replay_turn(session: Any, messages: list[Message], report: ReplayReport) -> None:

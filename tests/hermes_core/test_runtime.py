@@ -830,3 +830,45 @@ def test_configure_is_historic_so_a_late_plugin_is_configured(
     late = Recorder()
     host.pm.register(late, name="late")
     assert late.calls == ["configure"]
+
+
+def test_a_replay_of_the_same_case_is_the_same_run(
+    tmp_path: Path,
+    make_host: HostFactory,
+) -> None:
+    """The session id (in the system prompt) is the case's, not a random one: a random
+    id tokenizes differently and moved every compaction point from run to run."""
+    from hermes_core.config import settings_from
+    from hermes_core.replay import replay
+
+    reports = []
+    for name in ("a", "b", "a"):
+        settings = settings_from(
+            {
+                "session": {"path": str(tmp_path / f"{name}.db")},
+                "memory": {"home": str(tmp_path / "m")},
+            }
+        )
+        host = make_host.like(settings)
+        reports.append(replay(host, TRANSCRIPT, context_length=6_000))
+        host.close()
+    first, second, again = reports
+    assert first.compressions
+    assert first.session_id == second.session_id
+    assert first.request_tokens == second.request_tokens
+    assert first.final_messages == second.final_messages
+    # the same case into a database that holds it already: the next id, not a clash
+    assert again.session_id != first.session_id
+    other = replay_id_for(tmp_path / "a.db", context_length=7_000)
+    assert other not in {first.session_id, again.session_id}
+
+
+def replay_id_for(db: Path, context_length: int) -> str:
+    from hermes_core.replay import replay_session_id
+    from hermes_plugin_sqlite_store import SqliteSessionStore
+
+    store = SqliteSessionStore(db)
+    try:
+        return replay_session_id(store, TRANSCRIPT, 0, context_length)
+    finally:
+        store.close()
