@@ -26,6 +26,7 @@ from hermes_hookspecs import (
     ImportFormatError,
     Message,
     NotFoundError,
+    SessionStore,
     ToolCall,
     ToolFunction,
     hookimpl,
@@ -235,7 +236,9 @@ def replay(
         hermes.settings.model.context_length = context_length
     system_text, turns = split_turns(conv.messages, hermes.harness)
     session = hermes.new_session(
-        session_id=replay_session_id(hermes.store(), transcript, conversation, context_length),
+        session_id=replay_session_id(
+            hermes.store(), transcript, conversation, hermes.settings.model.context_length
+        ),
         title=conv.title or transcript.name,
         cwd="",
         goal="",
@@ -270,7 +273,7 @@ def replay(
 
 
 def replay_session_id(
-    store: Any, transcript: Path, conversation: int, context_length: int | None
+    store: SessionStore, transcript: Path, conversation: int, context_length: int
 ) -> str:
     """The id of a replay's session: the same for the same transcript, conversation and
     window, so two replays of one case are the same run.

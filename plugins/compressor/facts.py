@@ -91,8 +91,18 @@ _ERROR_LINE = re.compile(
     r"not found|No such file|Permission denied|permission denied|refused|"
     r"cannot(?<!\wcannot)\b|undefined(?<!\wundefined)\b|, want \S|has not been|mismatch"
 )
-#: what precedes an error word that counts none of them (``0 failed``, ``0 errors``)
+#: what precedes an error word that counts none of them (``0 failed``, ``0 FAILED``)
 _NONE_BEFORE = re.compile(r"(?<![\w.])0 \Z")
+
+
+def _names_some(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` finds a failure word in ``text`` that is not a count of none."""
+    for match in pattern.finditer(text):
+        if not _NONE_BEFORE.search(text, max(0, match.start() - 2), match.start()):
+            return True
+    return False
+
+
 #: ... or the words ``want`` and ``got`` in either order, or ``expected `` and later
 #: `` got`` or `` but`` (found one after the other: as ``want.*got`` in one pattern, a
 #: line of many ``want`` and no ``got`` cost its length for each ``want``)
@@ -104,11 +114,10 @@ _GOT_OR_BUT = re.compile(r" (?:got|but)")
 def _error_line(line: str) -> bool:
     """Whether ``line`` reports an error (see :data:`_ERROR_LINE`); linear in its length.
 
-    A count of none (``0 failed``, ``0 errors``) reports no error.
+    A count of none (``0 failed``, ``0 FAILED``) reports no error.
     """
-    for match in _ERROR_LINE.finditer(line):
-        if not _NONE_BEFORE.search(line, 0, match.start()):
-            return True
+    if _names_some(_ERROR_LINE, line):
+        return True
     for first, then in ((_WANT, _GOT), (_GOT, _WANT)):
         found = first.search(line)
         if found is not None and then.search(line, found.end()):
@@ -295,16 +304,20 @@ def _arguments(arguments: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {"input": value}
 
 
-#: a patch's file headers (``*** Update File: path``: the ``apply_patch`` format)
-_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
+#: a patch's file headers (``*** Update File: path``, ``*** Move to: path``: the
+#: ``apply_patch`` format)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:(Update|Add|Delete) File|(Move) to): (.*\S)", re.MULTILINE)
 
 
-def _patch_files(args: Mapping[str, object]) -> list[tuple[str, str]]:
-    """The (action, path) pairs a patch in the call's arguments names, in order."""
+def _patch_files(name: str, args: Mapping[str, object]) -> list[tuple[str, str]]:
+    """The (action, path) pairs the patch a patch tool's call carries names, in order
+    (none for another tool, or an argument that is no patch)."""
+    if "patch" not in name.lower():
+        return []
     out: list[tuple[str, str]] = []
     for value in args.values():
-        if isinstance(value, str) and "*** " in value:
-            out += [(m.group(1), m.group(2)) for m in _PATCH_FILE.finditer(value)]
+        if isinstance(value, str) and value.lstrip().startswith("*** Begin Patch"):
+            out += [(m[1] or m[2], m[3]) for m in _PATCH_FILE.finditer(value)]
     return list(dict.fromkeys(out))
 
 
@@ -312,7 +325,7 @@ def call_subject(name: str, arguments: str) -> str:
     """What a tool call did, in a few words: ``Bash: go test ./...``, ``Edit: path/x.go``,
     ``apply_patch: Update x.go, Add y.go`` (a patch by the files it changes)."""
     args = _arguments(arguments)
-    patched = _patch_files(args)
+    patched = _patch_files(name, args)
     if patched:
         return f"{name}: " + _cut(", ".join(f"{a} {p}" for a, p in patched), MAX_LINE_CHARS)
     pattern, where = args.get("pattern"), args.get("path")
@@ -332,36 +345,33 @@ def call_subject(name: str, arguments: str) -> str:
 
 #: an outcome that shows nothing: no output, or no word (a spinner's frame, an echoed key)
 _SHOWS_NOTHING = re.compile(r"\(no output\)|[^A-Za-z]*")
-#: the argument naming the running process a call polls or writes to (Codex
-#: ``write_stdin``'s ``session_id``, Claude Code ``BashOutput``'s ``bash_id``)
-_PROCESS_KEYS = ("session_id", "bash_id", "shell_id")
-#: an output saying its command still runs, with the id later calls name it by
-_STILL_RUNNING = re.compile(
-    r"^Process running with session ID (\S+)$|running in background with ID: (\w+)", re.MULTILINE
-)
+#: the argument naming the running process a call polls (Codex ``write_stdin``'s)
+_PROCESS_KEY = "session_id"
+#: an execution envelope's line saying its command still runs, with the id later calls
+#: name it by (Codex ``exec_command`` and ``write_stdin``)
+_STILL_RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.MULTILINE)
 
 
 def polled_process(arguments: str) -> str | None:
-    """The id of the process a call names (it polls it or writes to it), if any.
+    """The id of the process a call polls: it names one and sends it nothing (a
+    ``write_stdin`` with ``chars`` to type is input, not a poll).
 
     The call is a poll (:func:`extract_facts`) only when an earlier output reported
     that id running or the call's own output is an execution envelope: an argument
     of that name alone makes none.
     """
     args = _arguments(arguments)
-    for key in _PROCESS_KEYS:
-        value = args.get(key)
-        if isinstance(value, int | str) and not isinstance(value, bool) and str(value).strip():
-            return str(value).strip()
-    return None
+    value = args.get(_PROCESS_KEY)
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).strip():
+        return None
+    sends = any(isinstance(v, str) and v for k, v in args.items() if k != _PROCESS_KEY)
+    return None if sends else str(value).strip()
 
 
 def still_running(text: str) -> str | None:
-    """The id of the process a tool output says is still running (it was not waited for)."""
+    """The id of the process a tool output's envelope says is still running."""
     match = _STILL_RUNNING.search(text[:2_000])
-    if match is None:
-        return None
-    return match.group(1) or match.group(2)
+    return match.group(1) if match is not None else None
 
 
 def edited_files(name: str, arguments: str) -> list[str]:
@@ -369,14 +379,12 @@ def edited_files(name: str, arguments: str) -> list[str]:
     if not _EDIT_TOOLS.search(name):
         return []
     args = _arguments(arguments)
-    patched = _patch_files(args)
-    if patched:
-        return list(dict.fromkeys(path for _action, path in patched))
     for key in ("file_path", "path", "notebook_path", "filename", "file"):
         value = args.get(key)
         if isinstance(value, str) and value.strip():
             return [value.strip()]
-    return []
+    patched = _patch_files(name, args)
+    return list(dict.fromkeys(path for action, path in patched if action != "Delete"))
 
 
 def _scan_region(text: str) -> str:
@@ -462,7 +470,9 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     listing = sum(1 for line in lines[:20] if _LISTING.match(line)) > len(lines[:20]) // 2
     if listing:  # a file's text: its lines are code, not errors or results
         return f"{len(lines)} lines, starting {_line(lines[0])}", [], -1.0
-    failed = bool(_FAILED_RUN.search(text[:SCAN_CHARS]) or _FAILED_RUN.search(text[-SCAN_CHARS:]))
+    failed = _names_some(_FAILED_RUN, text[:SCAN_CHARS]) or _names_some(
+        _FAILED_RUN, text[-SCAN_CHARS:]
+    )
     # the line-by-line tests below, on the only lines that can pass one of them
     starts = list(accumulate((len(line) for line in region.splitlines(keepends=True)), initial=0))
     echo = ""
@@ -494,15 +504,16 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     return " | ".join(parts), errors, boost
 
 
-def _tool_outcome(text: str) -> tuple[str, str, list[str], float]:
-    """A tool output's body (envelope removed), outcome, error lines and boost."""
+def _tool_outcome(text: str) -> tuple[str, int | None, str, list[str], float]:
+    """A tool output's body (envelope removed), the envelope's exit code, the outcome,
+    error lines and boost."""
     body, code = unwrap_output(text)
     outcome, errors, boost = _outcome(body)
     if code:
         outcome, boost = f"exit {code}: {outcome}", max(boost, 1.0)
     if _ACK.match(outcome):
         outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
-    return body, outcome, errors, boost
+    return body, code, outcome, errors, boost
 
 
 def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None) -> str:
@@ -510,7 +521,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
     entry = _recorded(annotations)
     if entry is not None and isinstance(entry.get("outcome"), str):
         return str(entry["outcome"])
-    return _tool_outcome(message.text())[1]
+    return _tool_outcome(message.text())[2]
 
 
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
@@ -582,11 +593,12 @@ def message_facts(message: Message) -> dict[str, Any]:
         return out
     if message.role == "tool":
         text = message.text()
-        body, outcome, errors, boost = _tool_outcome(text)
+        body, code, outcome, errors, boost = _tool_outcome(text)
         out = {
             "call_id": message.tool_call_id,
             "running": still_running(text),
-            "enveloped": len(body) != len(text),
+            "enveloped": len(body) != len(text),  # an execution envelope was removed
+            "exited": code is not None,
             "outcome": outcome,
             "errors": errors,
             "boost": boost,
@@ -750,7 +762,7 @@ def extract_facts(
             for call in part.get("calls", []):
                 index = add("command", call["subject"], position, mid)
                 calls[call["id"]] = (index, call["subject"], call["tool"])
-                if call.get("polls"):
+                if call["polls"]:
                     naming[index] = call["polls"]
                 for path in call["files"]:
                     add("file", path, position, mid)
@@ -771,8 +783,13 @@ def extract_facts(
                 fact = facts[index]
                 # a poll: it names a process an earlier output said runs, or its own output
                 # is that process's (an execution envelope: the start may be compacted already)
-                poll = index in naming and (naming[index] in running or part.get("enveloped"))
-                if poll and _SHOWS_NOTHING.fullmatch(part["outcome"]) and not errors:
+                poll = index in naming and (naming[index] in running or part["enveloped"])
+                if (
+                    poll
+                    and not part["exited"]  # the process ended: that is news
+                    and not errors
+                    and _SHOWS_NOTHING.fullmatch(part["outcome"])
+                ):
                     idle.add(index)  # a poll that saw nothing new (a spinner frame): no fact
                 # the outcome's message is the one to open (a result of a draft row: its
                 # draft id, for commit to map)
@@ -783,7 +800,7 @@ def extract_facts(
                         "score": round(fact.score + boost, 3),
                     }
                 )
-                if part.get("running"):
+                if part["running"]:
                     running.add(part["running"])
                 elif poll:  # the process it polled ended
                     running.discard(naming[index])
@@ -824,7 +841,7 @@ def shape(fact: HandoffFact) -> str:
     key = fact.text.strip()
     if fact.kind == "command" and " → " in key:
         subject, outcome = key.split(" → ", 1)
-        passing = not outcome.startswith("exit ") and not _FAILED_RUN.search(outcome)
+        passing = not outcome.startswith("exit ") and not _names_some(_FAILED_RUN, outcome)
         if passing and _PASSING.search(outcome):
             return f"{subject} → {_DIGITS.sub('#', outcome)}"
         return key

@@ -148,8 +148,6 @@ def _is_path(value: str) -> bool:
     return value.count("/") >= 2 or bool(_EXTENSION.search(segments[-1]))
 
 
-#: the line ``git commit`` prints for the commit it made: ``[main 9529088] Subject``,
-#: ``[main (root-commit) 3f2a9c1] Subject``, ``[detached HEAD 3f2a9c1] Subject``
 #: git's line for a commit it made, ``[main 1a2b3c4] subject`` (``[main (root-commit)
 #: 1a2b3c4]``, ``[detached HEAD 1a2b3c4]``): the commits made here, and a result line of
 #: the handoff's facts (:mod:`.facts`)

@@ -526,6 +526,9 @@ def test_a_poll_of_a_running_command_that_saw_nothing_new_is_no_fact() -> None:
         Message(role="tool", tool_call_id="p1", content=envelope(running, "⣷")),
         call("p2", "write_stdin", {"session_id": 39297, "chars": ""}),
         Message(role="tool", tool_call_id="p2", content=envelope(running, "")),
+        # typing into the process is input, not a poll: kept though it printed nothing
+        call("i", "write_stdin", {"session_id": 39297, "chars": "q"}),
+        Message(role="tool", tool_call_id="i", content=envelope(running, "")),
         call("p3", "write_stdin", {"session_id": 39297, "chars": ""}),
         Message(
             role="tool",
@@ -534,7 +537,7 @@ def test_a_poll_of_a_running_command_that_saw_nothing_new_is_no_fact() -> None:
         ),
         # the process ended: a later call naming its id polls nothing, and stays a fact
         call("p4", "write_stdin", {"session_id": 39297, "chars": ""}),
-        Message(role="tool", tool_call_id="p4", content="write_stdin failed: session not found"),
+        Message(role="tool", tool_call_id="p4", content=""),
         # an argument of that name alone makes no poll: no output said it runs
         call("o", "open_session", {"session_id": 7}),
         Message(role="tool", tool_call_id="o", content="0"),
@@ -545,12 +548,62 @@ def test_a_poll_of_a_running_command_that_saw_nothing_new_is_no_fact() -> None:
             tool_call_id="p5",
             content=envelope("Process running with session ID 4242", "⡿"),
         ),
+        # a poll that sees the process end says so, though it printed nothing
+        call("p6", "write_stdin", {"session_id": 4242, "chars": ""}),
+        Message(role="tool", tool_call_id="p6", content=envelope("Process exited with code 0", "")),
     ]
     facts = extract_facts(messages, list(range(1, len(messages) + 1)))
     commands = [f.text for f in facts if f.kind == "command"]
     assert commands == [
         "exec_command: go test ./... → === RUN TestA",
+        "write_stdin: q → (no output)",
         "write_stdin → ok github.com/x/sem 2.224s",
-        "write_stdin → write_stdin failed: session not found",
+        "write_stdin → (no output)",
         "open_session → 0",
+        "write_stdin → (no output)",
+    ]
+    assert [f.message_id for f in facts if f.text == "write_stdin → (no output)"] == [12, 18]
+
+
+def test_a_count_of_no_failures_is_no_error() -> None:
+    summary = "=== RUN TestA\n    a_test.go:12: note: 3 rows\n" + "x\n" * 100
+    summary += "2 agent(s) done — 2 succeeded, 0 failed, 0 cancelled\n"
+    failing = "=== RUN TestB\n    b_test.go:9: got 2\n" + "x\n" * 100 + "1 failed, 0 passed\n"
+    messages = [
+        bash("c1", "make review"),
+        Message(role="tool", tool_call_id="c1", content=summary),
+        bash("c2", "make test"),
+        Message(role="tool", tool_call_id="c2", content=failing),
+    ]
+    errors = [f.text for f in extract_facts(messages, [1, 2, 3, 4]) if f.kind == "error"]
+    # nothing failed in the first run, so its located line is a log line
+    assert errors == [
+        "b_test.go:9: got 2 (from Bash: make test)",
+        "1 failed, 0 passed (from Bash: make test)",
+    ]
+
+
+def test_only_a_patch_tools_patch_names_files() -> None:
+    patch = (
+        "*** Begin Patch\n*** Update File: old.go\n*** Move to: new.go\n@@\n-a\n+b\n*** End Patch"
+    )
+    text = f"Notes on the patch format:\n{patch}"
+    facts = extract_facts(
+        [
+            call("p", "apply_patch", {"input": patch}),
+            call("w", "Write", {"file_path": "docs/patch.md", "content": patch}),
+            call("e", "edit_file", {"path": "notes.md", "content": text}),
+        ],
+        [1, 2, 3],
+    )
+    assert [f.text for f in facts if f.kind == "file"] == [
+        "old.go",
+        "new.go",
+        "docs/patch.md",
+        "notes.md",
+    ]
+    assert [f.text for f in facts if f.kind == "command"] == [
+        "apply_patch: Update old.go, Move new.go",
+        "Write: docs/patch.md",
+        "edit_file: notes.md",
     ]

@@ -34,12 +34,25 @@ SESSIONS = (
 REFERENCE_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
 REFERENCE_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
 REFERENCE_HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
-REFERENCE_ERROR_LINE = re.compile(
+REFERENCE_ERROR_WORD = re.compile(
     r"(?:\berror\b|\bError\b|ERROR|\bfailed\b|\bFAIL(?:ED)?\b|\bfatal\b|\bpanic\b|Traceback|"
     r"Exception\b|not found|No such file|[Pp]ermission denied|refused|\bcannot\b|"
-    r"\bundefined\b|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b|, want \S|expected .* (?:got|but)|"
-    r"has not been|mismatch)"
+    r"\bundefined\b|, want \S|has not been|mismatch)"
 )
+REFERENCE_WANT_GOT = re.compile(r"\bwant\b.*\bgot\b|\bgot\b.*\bwant\b|expected .* (?:got|but)")
+#: what precedes a failure word that counts none (``0 failed``)
+REFERENCE_NONE = re.compile(r"(?<![\w.])0 \Z")
+
+
+def reference_some(pattern: re.Pattern[str], text: str) -> bool:
+    """A match of ``pattern`` in ``text`` not preceded by a count of none."""
+    return any(not REFERENCE_NONE.search(text[: m.start()]) for m in pattern.finditer(text))
+
+
+def reference_error_line(line: str) -> bool:
+    return reference_some(REFERENCE_ERROR_WORD, line) or bool(REFERENCE_WANT_GOT.search(line))
+
+
 REFERENCE_RESULT_LINE = re.compile(
     r"(?:^ok\s|^PASS\b|^FAIL\b|^---\s(?:PASS|FAIL)|\b\d+ (?:passed|failed|tests?)\b|"
     r"\b\d+(?:\.\d+)?s\b|exit (?:code|status)|Exit code|\bSuccess|\bsucceeded\b|\bcreated\b|"
@@ -60,15 +73,15 @@ def reference_outcome(text: str) -> tuple[str, list[str], float]:
     if listing:
         return f"{len(lines)} lines, starting {facts._line(lines[0])}", [], -1.0
     scan = facts.SCAN_CHARS
-    failed = bool(
-        REFERENCE_FAILED_RUN.search(text[:scan]) or REFERENCE_FAILED_RUN.search(text[-scan:])
+    failed = reference_some(REFERENCE_FAILED_RUN, text[:scan]) or reference_some(
+        REFERENCE_FAILED_RUN, text[-scan:]
     )
     echo = ""
     for raw in lines:
         if (
             len(errors) < facts.MAX_ERRORS_PER_OUTPUT
             and len(raw.strip()) >= facts.MIN_ERROR_CHARS
-            and (REFERENCE_ERROR_LINE.search(raw) or (failed and facts._LOCATED_LINE.match(raw)))
+            and (reference_error_line(raw) or (failed and facts._LOCATED_LINE.match(raw)))
             and not facts._CODE_LINE.search(raw)
         ):
             line = facts._line(raw)
@@ -132,6 +145,8 @@ _PIECES = [
     "ERROR",
     "errors",
     "failed",
+    "0 ",
+    "v1.0 ",
     "FAIL",
     "FAILED",
     "--- FAIL",
@@ -206,9 +221,10 @@ _TEXT = st.lists(st.sampled_from(_PIECES), max_size=60).map("".join)
 def test_outcome_equals_the_line_by_line_definition(text: str) -> None:
     assert facts._outcome(text) == reference_outcome(text)
     assert bool(facts._FAILED_RUN.search(text)) == bool(REFERENCE_FAILED_RUN.search(text))
+    assert facts._names_some(facts._FAILED_RUN, text) == reference_some(REFERENCE_FAILED_RUN, text)
     assert facts._HEXISH.findall(text) == REFERENCE_HEXISH.findall(text)
     for line in text.splitlines():
-        assert facts._error_line(line) == bool(REFERENCE_ERROR_LINE.search(line))
+        assert facts._error_line(line) == reference_error_line(line)
         assert facts._result_line(line) == bool(REFERENCE_RESULT_LINE.search(line))
 
 
