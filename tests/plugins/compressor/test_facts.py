@@ -518,39 +518,32 @@ def test_a_poll_of_a_running_command_that_saw_nothing_new_is_no_fact() -> None:
             + output
         )
 
+    def poll(call_id: str, session: int, result: str, chars: str = "") -> list[Message]:
+        arguments = {"session_id": session, "chars": chars}
+        return [
+            call(call_id, "write_stdin", arguments),
+            Message(role="tool", tool_call_id=call_id, content=result),
+        ]
+
     running = "Process running with session ID 39297"
+    exited = "Process exited with code 0"
     messages = [
         call("s", "exec_command", {"cmd": "go test ./..."}),
         Message(role="tool", tool_call_id="s", content=envelope(running, "=== RUN TestA")),
-        call("p1", "write_stdin", {"session_id": 39297, "chars": ""}),
-        Message(role="tool", tool_call_id="p1", content=envelope(running, "⣷")),
-        call("p2", "write_stdin", {"session_id": 39297, "chars": ""}),
-        Message(role="tool", tool_call_id="p2", content=envelope(running, "")),
+        *poll("p1", 39297, envelope(running, "⣷")),
+        *poll("p2", 39297, envelope(running, "")),
         # typing into the process is input, not a poll: kept though it printed nothing
-        call("i", "write_stdin", {"session_id": 39297, "chars": "q"}),
-        Message(role="tool", tool_call_id="i", content=envelope(running, "")),
-        call("p3", "write_stdin", {"session_id": 39297, "chars": ""}),
-        Message(
-            role="tool",
-            tool_call_id="p3",
-            content=envelope("Process exited with code 0", "ok  github.com/x/sem 2.224s"),
-        ),
+        *poll("i", 39297, envelope(running, ""), chars="q"),
+        *poll("p3", 39297, envelope(exited, "ok  github.com/x/sem 2.224s")),
         # the process ended: a later call naming its id polls nothing, and stays a fact
-        call("p4", "write_stdin", {"session_id": 39297, "chars": ""}),
-        Message(role="tool", tool_call_id="p4", content=""),
+        *poll("p4", 39297, ""),
         # an argument of that name alone makes no poll: no output said it runs
         call("o", "open_session", {"session_id": 7}),
         Message(role="tool", tool_call_id="o", content="0"),
         # a poll whose start was compacted before: its own output is the process's
-        call("p5", "write_stdin", {"session_id": 4242, "chars": ""}),
-        Message(
-            role="tool",
-            tool_call_id="p5",
-            content=envelope("Process running with session ID 4242", "⡿"),
-        ),
+        *poll("p5", 4242, envelope("Process running with session ID 4242", "⡿")),
         # a poll that sees the process end says so, though it printed nothing
-        call("p6", "write_stdin", {"session_id": 4242, "chars": ""}),
-        Message(role="tool", tool_call_id="p6", content=envelope("Process exited with code 0", "")),
+        *poll("p6", 4242, envelope(exited, "")),
     ]
     facts = extract_facts(messages, list(range(1, len(messages) + 1)))
     commands = [f.text for f in facts if f.kind == "command"]
