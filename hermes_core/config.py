@@ -47,7 +47,7 @@ from hermes_hookspecs.settings import (
     TokenSettings,
 )
 
-from .redaction import active_redactor
+from .redaction import live_redactors
 
 __all__ = [
     "APP_NAME",
@@ -177,7 +177,7 @@ def may_be_secret(key: str, value: Any) -> bool:
 
     A value is hidden when it holds text and either its key path names a
     secret (:data:`SECRET_KEY_WORDS`: ``api_key``, ``auth_token``,
-    ``postgres_dsn``...), or a redaction rule of the running host matches it,
+    ``postgres_dsn``...), or a redaction rule of a running host matches it,
     or it is shaped like a credential (20+ token characters mixing upper- and
     lower-case letters and digits, 32+ hex digits, or a URL with a password).
     Numbers and booleans are shown, and so are names like ``gpt-4o-mini-2024-07-18``.
@@ -188,9 +188,9 @@ def may_be_secret(key: str, value: Any) -> bool:
     lowered = key.lower()
     if any(word in lowered for word in SECRET_KEY_WORDS):
         return True
-    redactor = active_redactor()
+    redactors = live_redactors()
     for text in texts:
-        if redactor is not None and redactor.redact(text) != text:
+        if any(redactor.redact(text) != text for redactor in redactors):
             return True
         for run in _TOKEN_SHAPE.findall(text):
             if _credential_shaped(run):

@@ -48,7 +48,12 @@ from .integrations.mcp_settings import McpSettings
 from .memory import MemoryManager, manager_from_registry
 from .plugin_settings import bind_plugin_settings, declared_settings
 from .plugins import call_each, get_plugin_manager
-from .redaction import RedactingSummarizer, Redactor, install_log_redaction
+from .redaction import (
+    RedactingSummarizer,
+    Redactor,
+    install_log_redaction,
+    release_log_redaction,
+)
 from .registry import Registry
 from .session import Session
 from .thresholds import ThresholdReport, effective_threshold
@@ -378,6 +383,8 @@ class Hermes:
             if self._store is not None and self._owns_store:
                 self._store.close()
                 self._store = None
+            if self._redactor is not None:  # its rules leave the process's log filter
+                release_log_redaction(self._redactor)
 
     def __enter__(self) -> Hermes:
         return self

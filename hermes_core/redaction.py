@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -381,9 +383,18 @@ class RedactingLogFilter(logging.Filter):
     (:func:`install_log_redaction`).
     """
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, *redactors: Redactor) -> None:
         super().__init__()
-        self.redactor = redactor
+        self._redactors = list(redactors)
+
+    def redactors(self) -> list[Redactor]:
+        """The rules applied, in order."""
+        return list(self._redactors)
+
+    def redact(self, text: str) -> str:
+        for redactor in self.redactors():
+            text = redactor.redact(text)
+        return text
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "_hermes_redacted", False):
@@ -392,19 +403,49 @@ class RedactingLogFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a broken format: leave it to the handler to report
             return True
-        record.msg = self.redactor.redact(message)
+        record.msg = self.redact(message)
         record.args = ()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = self.redactor.redact(record.exc_text)
+            record.exc_text = self.redact(record.exc_text)
         if record.stack_info:
-            record.stack_info = self.redactor.redact(record.stack_info)
+            record.stack_info = self.redact(record.stack_info)
         setattr(record, "_hermes_redacted", True)  # noqa: B010 - LogRecord has no such field
         return True
 
 
-_LOG_FILTER: RedactingLogFilter | None = None
+class _LiveHostsFilter(RedactingLogFilter):
+    """The one filter on the hermes-core loggers: the rules of every host alive in the
+    process, oldest host first.
+
+    The loggers are the process's, not a host's, so a record is redacted with the
+    rules of each live host: a second host (another tenant of a gateway) must not
+    take the first one's rules away. A host's redactor is held weakly, so a host
+    dropped without :meth:`~hermes_core.host.Hermes.close` takes its rules along
+    once it is collected.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._live: list[weakref.ref[Redactor]] = []
+
+    def redactors(self) -> list[Redactor]:
+        return [r for r in (ref() for ref in list(self._live)) if r is not None]
+
+    def add(self, redactor: Redactor) -> None:
+        with self._lock:
+            if not any(ref() is redactor for ref in self._live):
+                self._live.append(weakref.ref(redactor))
+
+    def discard(self, redactor: Redactor) -> None:
+        with self._lock:
+            self._live = [ref for ref in self._live if ref() not in (None, redactor)]
+
+
+#: the process's logging is global state: one filter, holding the live hosts' rules
+_LOG_FILTER = _LiveHostsFilter()
 #: the loggers the core and the default plugins log to (created here if not yet used)
 KNOWN_LOGGERS = (
     "hermes_core",
@@ -417,9 +458,9 @@ KNOWN_LOGGERS = (
 )
 
 
-def active_redactor() -> Redactor | None:
-    """The rules of the last host in this process (None before any host was created)."""
-    return None if _LOG_FILTER is None else _LOG_FILTER.redactor
+def live_redactors() -> list[Redactor]:
+    """The rules of every host alive in this process (log redaction applies them all)."""
+    return _LOG_FILTER.redactors()
 
 
 _PREVIOUS_FACTORY: Any = None
@@ -427,27 +468,25 @@ _PREVIOUS_FACTORY: Any = None
 
 def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
     record: logging.LogRecord = _PREVIOUS_FACTORY(*args, **kwargs)
-    if _LOG_FILTER is not None and record.name.startswith(LOGGER_PREFIXES):
+    if record.name.startswith(LOGGER_PREFIXES):
         _LOG_FILTER.filter(record)
     return record
 
 
 def install_log_redaction(redactor: Redactor) -> RedactingLogFilter:
-    """Attach one :class:`RedactingLogFilter` to every hermes-core logger; returns it.
+    """Add a host's rules to the one :class:`RedactingLogFilter` on every hermes-core
+    logger; returns that filter.
 
     A logger's filters see only the records logged on that very logger (not
     its children's), so the filter goes on each logger: the known ones and
     every existing logger under :data:`LOGGER_PREFIXES`. A logger created
     later is covered by a log-record factory (chained to the one in place)
     that applies the same filter to records of those names when they are
-    made. Calling it again (another host in the same process) swaps the
-    rules of the one shared filter instead of stacking filters.
+    made. Each host in the process adds its rules to the one shared filter
+    (none replaces another's); :func:`release_log_redaction` takes them out.
     """
-    global _LOG_FILTER, _PREVIOUS_FACTORY
-    if _LOG_FILTER is None:
-        _LOG_FILTER = RedactingLogFilter(redactor)
-    else:
-        _LOG_FILTER.redactor = redactor
+    global _PREVIOUS_FACTORY
+    _LOG_FILTER.add(redactor)
     if logging.getLogRecordFactory() is not _redacting_factory:
         _PREVIOUS_FACTORY = logging.getLogRecordFactory()
         logging.setLogRecordFactory(_redacting_factory)
@@ -460,3 +499,8 @@ def install_log_redaction(redactor: Redactor) -> RedactingLogFilter:
         if _LOG_FILTER not in log.filters:
             log.addFilter(_LOG_FILTER)
     return _LOG_FILTER
+
+
+def release_log_redaction(redactor: Redactor) -> None:
+    """Take a host's rules out of the log filter (the host is closed)."""
+    _LOG_FILTER.discard(redactor)

@@ -26,6 +26,7 @@ from hermes_hookspecs import (
     HandoffSummary,
     MemoryProvider,
     Message,
+    RedactionRule,
     Summarizer,
     SummaryRequest,
     SummaryResult,
@@ -219,6 +220,53 @@ def test_log_records_of_hermes_loggers_are_redacted(
     assert len(caplog.records) == 5
     assert leaked(caplog.text) == []
     assert "Traceback" in caplog.text and "[REDACTED:" in caplog.text
+
+
+class TenantRule:
+    """A plugin contributing one host's own rule (a tenant's internal token format)."""
+
+    @hookimpl
+    def redaction_rules(self) -> list[RedactionRule]:
+        return [RedactionRule(name="tenant_token", pattern=r"tnt-[0-9a-f]{8}")]
+
+
+def test_each_live_hosts_rules_redact_the_shared_logs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, make_host: HostFactory
+) -> None:
+    """Two hosts in one process (a gateway serving two tenants): the loggers are the
+    process's, so every live host's rules apply to them; a host closed takes its
+    rules along. The second host used to replace the first one's rules."""
+    tenant = make_host(("tenant", TenantRule()), folder=tmp_path / "a")
+    other = make_host(folder=tmp_path / "b")
+    log = logging.getLogger("hermes_core.runtime")
+    with caplog.at_level(logging.INFO):
+        log.warning("tenant token tnt-0badc0de in a provider error")
+        log.warning("and a key sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", stack_info=True)
+    assert "tnt-0badc0de" not in caplog.text and "[REDACTED]" in caplog.text
+    assert "sk-proj-A1b2" not in caplog.text
+    tenant.close()
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        log.warning("after close: tnt-0badc0de")
+    assert "tnt-0badc0de" in caplog.text  # that host's rule went with it
+    other.close()
+
+
+def test_a_host_dropped_without_close_takes_its_rules_from_the_logs(tmp_path: Path) -> None:
+    import gc
+
+    from hermes_core.redaction import live_redactors
+
+    before = len(live_redactors())
+    host = Hermes(
+        settings_from(
+            {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
+        )
+    )
+    assert len(live_redactors()) == before + 1
+    del host
+    gc.collect()
+    assert len(live_redactors()) == before
 
 
 def test_log_filter_is_one_shared_filter_and_keeps_records() -> None:
