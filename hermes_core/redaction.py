@@ -391,26 +391,29 @@ class RedactingLogFilter(logging.Filter):
         """The rules applied, in order."""
         return list(self._redactors)
 
-    def redact(self, text: str) -> str:
-        for redactor in self.redactors():
+    def redact(self, text: str, redactors: Iterable[Redactor] | None = None) -> str:
+        for redactor in self.redactors() if redactors is None else redactors:
             text = redactor.redact(text)
         return text
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "_hermes_redacted", False):
             return True
+        rules = self.redactors()  # one set of rules for every part of the record
+        if not rules:
+            return True
         try:
             message = record.getMessage()
         except Exception:  # a broken format: leave it to the handler to report
             return True
-        record.msg = self.redact(message)
+        record.msg = self.redact(message, rules)
         record.args = ()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = self.redact(record.exc_text)
+            record.exc_text = self.redact(record.exc_text, rules)
         if record.stack_info:
-            record.stack_info = self.redact(record.stack_info)
+            record.stack_info = self.redact(record.stack_info, rules)
         setattr(record, "_hermes_redacted", True)  # noqa: B010 - LogRecord has no such field
         return True
 
@@ -437,7 +440,11 @@ class _LiveHostsFilter(RedactingLogFilter):
     def add(self, redactor: Redactor) -> None:
         with self._lock:
             if not any(ref() is redactor for ref in self._live):
-                self._live.append(weakref.ref(redactor))
+                self._live.append(weakref.ref(redactor, self._collected))
+
+    def _collected(self, ref: weakref.ref[Redactor]) -> None:
+        with self._lock:
+            self._live = [live for live in self._live if live is not ref]
 
     def discard(self, redactor: Redactor) -> None:
         with self._lock:
@@ -464,6 +471,7 @@ def live_redactors() -> list[Redactor]:
 
 
 _PREVIOUS_FACTORY: Any = None
+_FACTORY_LOCK = threading.Lock()
 
 
 def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -487,9 +495,12 @@ def install_log_redaction(redactor: Redactor) -> RedactingLogFilter:
     """
     global _PREVIOUS_FACTORY
     _LOG_FILTER.add(redactor)
-    if logging.getLogRecordFactory() is not _redacting_factory:
-        _PREVIOUS_FACTORY = logging.getLogRecordFactory()
-        logging.setLogRecordFactory(_redacting_factory)
+    with _FACTORY_LOCK:
+        # once per process: a library that wrapped the factory since would otherwise
+        # become our "previous" one while it calls ours, and every record would recurse
+        if _PREVIOUS_FACTORY is None:
+            _PREVIOUS_FACTORY = logging.getLogRecordFactory()
+            logging.setLogRecordFactory(_redacting_factory)
     names = set(KNOWN_LOGGERS)
     names.update(
         name for name in list(logging.Logger.manager.loggerDict) if name.startswith(LOGGER_PREFIXES)

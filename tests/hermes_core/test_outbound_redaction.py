@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -257,16 +258,38 @@ def test_a_host_dropped_without_close_takes_its_rules_from_the_logs(tmp_path: Pa
 
     from hermes_core.redaction import live_redactors
 
-    before = len(live_redactors())
     host = Hermes(
         settings_from(
             {"session": {"path": str(tmp_path / "s.db")}, "memory": {"home": str(tmp_path / "m")}}
         )
     )
-    assert len(live_redactors()) == before + 1
+    rules = weakref.ref(host.redactor())
+    assert any(r is rules() for r in live_redactors())
     del host
     gc.collect()
-    assert len(live_redactors()) == before
+    assert rules() is None  # nothing but the host held its rules: the filter holds them weakly
+    assert all(r is not None for r in live_redactors())
+
+
+def test_a_factory_wrapped_after_the_first_host_is_not_chained_twice(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    """A library that wraps the log-record factory after a host must not become the
+    factory ours calls: it calls ours, and every record would recurse."""
+    first = make_host(folder=tmp_path / "a")
+    inner = logging.getLogRecordFactory()
+
+    def wrapper(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        return inner(*args, **kwargs)
+
+    logging.setLogRecordFactory(wrapper)
+    try:
+        second = make_host(folder=tmp_path / "b")
+        logging.getLogger("hermes_core.runtime").warning("still logs")
+        second.close()
+    finally:
+        logging.setLogRecordFactory(inner)
+        first.close()
 
 
 def test_log_filter_is_one_shared_filter_and_keeps_records() -> None:
