@@ -190,7 +190,7 @@ class DeterministicSummarizer(Summarizer):
 
         goal, facts, displaced = self._goal_and_facts(prev.goal, facts, limit["goal"])
         if request.focus:
-            goal = f"{goal}\nFocus for what follows: {request.focus}".strip()
+            goal = f"{goal}{_FOCUS}{request.focus}".strip()
         goal = goal[: limit["goal"] + 200]
         files = self._files(facts, prev.files, limit["files"])
         next_steps = self._next_steps(facts, request.focus, limit["next_steps"]) or prev.next_steps
