@@ -189,8 +189,8 @@ class DeterministicSummarizer(Summarizer):
         prev = request.previous_summary or HandoffSummary()
 
         goal, facts, displaced = self._goal_and_facts(prev.goal, facts, limit["goal"])
-        if request.focus:
-            goal = f"{goal}{_FOCUS}{request.focus}".strip()
+        if request.focus:  # the newest focus replaces the one an earlier handoff carried
+            goal = f"{goal.partition(_FOCUS)[0]}{_FOCUS}{request.focus}".strip()
         goal = goal[: limit["goal"] + 200]
         files = self._files(facts, prev.files, limit["files"])
         next_steps = self._next_steps(facts, request.focus, limit["next_steps"]) or prev.next_steps

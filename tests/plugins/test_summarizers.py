@@ -507,3 +507,25 @@ def test_deterministic_keeps_facts_a_squeezed_handoff_left_out_for_the_next_one(
     assert "- #3 ran: Bash: make step3 → ok 0003" in rendered
     assert "- #99 ran: Bash: make last → ok" in rendered
     assert "step3" not in roomy.render().split("## Critical Context")[1]  # rendered once
+
+
+def test_deterministic_focus_replaces_the_previous_handoffs_focus() -> None:
+    messages = load_openai_chat()[40:60]
+    summarizer = DeterministicSummarizer()
+    first = summarizer.summarize(
+        SummaryRequest(
+            session_id="s",
+            messages=messages,
+            previous_summary=HandoffSummary(goal="Keep ticket 8060 fixed (#3)"),
+            focus="the parser",
+        )
+    ).summary
+    assert first.goal == "Keep ticket 8060 fixed (#3)\nFocus for what follows: the parser"
+    again = summarizer.summarize(
+        SummaryRequest(session_id="s", messages=messages, previous_summary=first, focus="the CLI")
+    ).summary
+    assert again.goal == "Keep ticket 8060 fixed (#3)\nFocus for what follows: the CLI"
+    kept = summarizer.summarize(
+        SummaryRequest(session_id="s", messages=messages, previous_summary=again)
+    ).summary
+    assert kept.goal == again.goal  # no new focus: the last one still applies
