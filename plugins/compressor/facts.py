@@ -343,8 +343,9 @@ def call_subject(name: str, arguments: str) -> str:
     return name
 
 
-#: an outcome that shows nothing: no output, or no word (a spinner's frame, an echoed key)
-_SHOWS_NOTHING = re.compile(r"\(no output\)|[^A-Za-z]*")
+#: an outcome that shows nothing: no output, or no letter or digit of any script (a
+#: spinner's frame, a cursor move); a number (a count, a percentage) is output
+_SHOWS_NOTHING = re.compile(r"\(no output\)|[\W_]*")
 #: the argument naming the running process a call polls (Codex ``write_stdin``'s)
 _PROCESS_KEY = "session_id"
 #: an execution envelope's line saying its command still runs, with the id later calls

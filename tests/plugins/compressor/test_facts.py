@@ -532,6 +532,9 @@ def test_a_poll_of_a_running_command_that_saw_nothing_new_is_no_fact() -> None:
         Message(role="tool", tool_call_id="s", content=envelope(running, "=== RUN TestA")),
         *poll("p1", 39297, envelope(running, "⣷")),
         *poll("p2", 39297, envelope(running, "")),
+        # a number or a word in any script is output: a count, a progress figure
+        *poll("n1", 39297, envelope(running, "42")),
+        *poll("n2", 39297, envelope(running, "完成")),
         # typing into the process is input, not a poll: kept though it printed nothing
         *poll("i", 39297, envelope(running, ""), chars="q"),
         *poll("p3", 39297, envelope(exited, "ok  github.com/x/sem 2.224s")),
@@ -549,13 +552,15 @@ def test_a_poll_of_a_running_command_that_saw_nothing_new_is_no_fact() -> None:
     commands = [f.text for f in facts if f.kind == "command"]
     assert commands == [
         "exec_command: go test ./... → === RUN TestA",
+        "write_stdin → 42",
+        "write_stdin → 完成",
         "write_stdin: q → (no output)",
         "write_stdin → ok github.com/x/sem 2.224s",
         "write_stdin → (no output)",
         "open_session → 0",
         "write_stdin → (no output)",
     ]
-    assert [f.message_id for f in facts if f.text == "write_stdin → (no output)"] == [12, 18]
+    assert [f.message_id for f in facts if f.text == "write_stdin → (no output)"] == [16, 22]
 
 
 def test_a_count_of_no_failures_is_no_error() -> None:
