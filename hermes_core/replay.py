@@ -244,6 +244,7 @@ def replay(
         goal="",
         caller_message=system_text,
         routing={"replay": {"source": str(transcript), "format": importer.name}},
+        started=conv.started_at,  # the prompt dated as the session was, not as today
     )
     report = ReplayReport(
         transcript=str(transcript),

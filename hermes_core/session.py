@@ -161,13 +161,24 @@ class Session:
         platform: str | None = None,
         tools: list[dict[str, Any]] | None = None,
         routing: dict[str, Any] | None = None,
+        started: dt.date | None = None,
     ) -> Session:
-        """Create a session, build its prompt once, freeze and store it by hash."""
+        """Create a session, build its prompt once, freeze and store it by hash.
+
+        ``started`` is the date (or a datetime, dated in UTC) the prompt's session
+        info gives; None is today, UTC. A replay passes the transcript's own
+        start, so replaying it on another day builds the same prompt.
+        """
         settings = services.settings
+        if started is not None and not isinstance(started, dt.date):
+            raise ValidationError(f"started must be a date, not {type(started).__name__}")
+        if isinstance(started, dt.datetime):  # an aware one is dated in UTC, like today's
+            started = (started.astimezone(dt.UTC) if started.tzinfo else started).date()
+        day = started
         inputs = {
             "caller_message": caller_message,
             "platform": platform if platform is not None else settings.prompt.platform,
-            "started_date": dt.datetime.now(dt.UTC).date().isoformat(),
+            "started_date": (day or dt.datetime.now(dt.UTC).date()).isoformat(),
             "tools": canonical_tools(list(tools or []))[0],
         }
         record = services.store().create_session(

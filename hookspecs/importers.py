@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ class ImportedConversation(BaseModel):
     cwd: str = ""
     #: the model it used, if recorded
     model: str = ""
+    #: when it began (its earliest recorded timestamp, timezone-aware), if the
+    #: transcript records one; a replay dates its session by it
+    started_at: datetime | None = None
     #: the conversation in chat-completions messages, oldest first
     messages: list[Message]
     #: format-specific facts (JSON), ``counts`` among them

@@ -41,7 +41,7 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from .builder import ConversationBuilder
+from .builder import ConversationBuilder, parse_timestamp
 from .reading import ImportLimits, decode_head, read_text
 
 FORMAT = "aider-chat"
@@ -232,6 +232,7 @@ def _conversation(
         conversation_id=f"{path.name.split('.md')[0]}:{started or number}",
         title=f"aider chat started at {started}" if started else f"aider session {number}",
         model=model,
+        started_at=parse_timestamp(started),
     )
     conversation.skipped.update(sorted(skipped.items()))
     return conversation

@@ -20,8 +20,10 @@ messages, assistant turns (merged by a key such as Claude Code's
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,28 @@ from pydantic import ValidationError as PydanticValidationError
 from hermes_hookspecs import ImportedConversation, ImportFormatError, Message
 
 from .sequence import check_sequence
+
+
+def parse_timestamp(value: object) -> dt.datetime | None:
+    """A transcript's timestamp as an aware datetime (UTC when it names no zone), or None.
+
+    ISO 8601 (``2026-04-08T12:58:53.226Z``, ``2024-05-01 10:00:00``) is read;
+    anything else is no timestamp: it dates nothing, and the import goes on.
+    """
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+
+
+def earliest_timestamp(values: Iterable[object]) -> dt.datetime | None:
+    """The earliest of ``values`` that :func:`parse_timestamp` reads (None: none does)."""
+    stamps = [stamp for stamp in map(parse_timestamp, values) if stamp is not None]
+    return min(stamps, default=None)
+
 
 #: content of the tool message added for a call whose result was never recorded
 SYNTHETIC_RESULT = (

@@ -43,7 +43,7 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from .builder import ConversationBuilder
+from .builder import ConversationBuilder, earliest_timestamp
 from .claude_branches import branch_with_context, follow_branches
 from .claude_records import Queue, feed_assistant, feed_system, feed_user
 from .claude_threads import (
@@ -357,6 +357,9 @@ class ClaudeCodeImporter(Importer):
             title=title,
             cwd=first_str(thread.records, "cwd"),
             model=models.most_common(1)[0][0] if models else "",
+            started_at=earliest_timestamp(
+                record.data.get("timestamp") for record in thread.records
+            ),
         )
         conversation.skipped.update(sorted(skipped.items()))
         return conversation

@@ -42,7 +42,7 @@ from hermes_hookspecs import (
     hookimpl,
 )
 
-from .builder import CallSpec, ConversationBuilder
+from .builder import CallSpec, ConversationBuilder, earliest_timestamp
 from .reading import (
     ImportLimits,
     decode_head,
@@ -116,6 +116,7 @@ class CodexRolloutImporter(Importer):
         nonzero_exits = 0
         records = 0
         torn_lines: list[int] = []
+        stamps: list[object] = []  # each record's timestamp: the earliest dates the session
         for item in iter_jsonl(path, self.limits):
             records += 1
             if item.part == 1:
@@ -123,6 +124,7 @@ class CodexRolloutImporter(Importer):
             record = item.value
             if not isinstance(record, dict):
                 raise ImportFormatError(f"{path}:{item.line}: expected a JSON object per record")
+            stamps.append(record.get("timestamp"))
             kind = record.get("type")
             payload = record.get("payload")
             if not isinstance(kind, str) or not isinstance(payload, dict):
@@ -131,6 +133,7 @@ class CodexRolloutImporter(Importer):
                     " (not a Codex rollout?)"
                 )
             if kind == "session_meta":
+                stamps.append(payload.get("timestamp"))  # when the session itself began
                 _session_meta(builder, payload, item.line, meta)
             elif kind == "turn_context":
                 model = payload.get("model")
@@ -169,6 +172,7 @@ class CodexRolloutImporter(Importer):
                 conversation_id=str(meta.get("session_id") or path.name.split(".")[0]),
                 cwd=str(meta.get("cwd") or ""),
                 model=models.most_common(1)[0][0] if models else "",
+                started_at=earliest_timestamp(stamps),
             )
         ]
 

@@ -872,3 +872,58 @@ def replay_id_for(db: Path, context_length: int) -> str:
         return replay_session_id(store, TRANSCRIPT, 0, context_length)
     finally:
         store.close()
+
+
+def test_a_replay_dates_its_prompt_by_the_transcript_not_today(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    """The session info's ``Started:`` is in the frozen prompt: dated today, a replay run
+    on another day had other bytes (and tokens) and moved every compaction point."""
+    from hermes_core.replay import replay
+
+    def item(role: str, text: str) -> dict[str, Any]:
+        kind = "input_text" if role == "user" else "output_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    records = [
+        {
+            "timestamp": "2026-04-08T12:58:53.226Z",
+            "type": "session_meta",
+            "payload": {"id": "s1", "timestamp": "2026-04-08T12:55:32.856Z", "cwd": "/r"},
+        },
+        {
+            "timestamp": "2026-04-08T12:59:00Z",
+            "type": "response_item",
+            "payload": item("user", "hi"),
+        },
+        {
+            "timestamp": "2026-04-09T08:00:00Z",
+            "type": "response_item",
+            "payload": item("assistant", "hello"),
+        },
+    ]
+    rollout = tmp_path / "rollout-2026-04-08T12-55-32-s1.jsonl"
+    rollout.write_text("".join(json.dumps(r) + "\n" for r in records))
+    host = make_host()
+    report = replay(host, rollout)
+    host.close()
+    system = report.final_messages[0]
+    assert system["role"] == "system"
+    assert "Started: 2026-04-08" in system["content"]
+
+
+def test_a_session_is_dated_by_the_date_it_is_given(make_host: HostFactory) -> None:
+    import datetime as dt
+
+    from hermes_hookspecs import ValidationError
+
+    host = make_host()
+    try:
+        dated = host.new_session(started=dt.date(2026, 4, 8))
+        assert "Started: 2026-04-08" in dated.prompt.text
+        late = dt.datetime(2026, 4, 8, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-5)))
+        assert "Started: 2026-04-09" in host.new_session(started=late).prompt.text  # UTC
+        with pytest.raises(ValidationError, match="started must be a date, not str"):
+            host.new_session(started="2026-04-08")
+    finally:
+        host.close()

@@ -731,3 +731,42 @@ def test_every_importer_on_every_bundled_file_refuses_or_passes_the_validator(
                 continue
             for conversation in conversations:
                 assert check_sequence(conversation.messages) == [], (importer.name, name)
+
+
+@pytest.mark.parametrize(
+    ("name", "began"),
+    [
+        # the session_meta's own timestamp is earlier than every record's
+        ("entireio-git-sync-07eb", "2026-04-08T12:55:32.856000+00:00"),
+        ("entireio-cli-38ec", "2026-02-14T21:28:25.876000+00:00"),
+    ],
+)
+def test_a_conversation_is_dated_by_its_earliest_timestamp(
+    name: str, began: str, load: Loader
+) -> None:
+    session = load(_file(name))[0]
+    assert session.started_at is not None and session.started_at.isoformat() == began
+
+
+def test_a_transcript_without_timestamps_is_not_dated(load: Loader) -> None:
+    (session,) = load(_file("openhands-django-11149"))
+    assert session.started_at is None
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [
+        ("2026-04-08T12:58:53.226Z", "2026-04-08T12:58:53.226000+00:00"),
+        ("2024-08-05 19:33:32", "2024-08-05T19:33:32+00:00"),  # no zone: UTC
+        ("2026-04-08T14:58:53+02:00", "2026-04-08T14:58:53+02:00"),
+        ("yesterday", None),
+        ("", None),
+        (1712581133, None),
+        (None, None),
+    ],
+)
+def test_timestamps_are_read_as_iso_8601_or_not_at_all(value: object, read: str | None) -> None:
+    from hermes_plugin_importers.builder import parse_timestamp
+
+    parsed = parse_timestamp(value)
+    assert (parsed.isoformat() if parsed is not None else None) == read

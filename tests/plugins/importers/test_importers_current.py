@@ -382,6 +382,9 @@ def test_aider_sessions_become_conversations(aider: list[Any]) -> None:
     first = aider[0]
     assert first.skipped["session.without_reply"] > 100
     graph = next(c for c in aider if c.metadata.get("started_at") == "2024-08-13 13:42:45")
+    assert graph.started_at is not None and graph.started_at.isoformat() == (
+        "2024-08-13T13:42:45+00:00"
+    )
     roles = [m.role for m in graph.messages[:3]]
     assert roles == ["user", "assistant", "user"]
     assert graph.messages[0].text() == "do a bar graph with the % code on the y-axis"
