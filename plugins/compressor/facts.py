@@ -346,11 +346,16 @@ def call_subject(name: str, arguments: str) -> str:
 #: an outcome that shows nothing: no output, or no letter or digit of any script (a
 #: spinner's frame, a cursor move); a number (a count, a percentage) is output
 _SHOWS_NOTHING = re.compile(r"\(no output\)|[\W_]*")
-#: the argument naming the running process a call polls (Codex ``write_stdin``'s)
-_PROCESS_KEY = "session_id"
-#: an execution envelope's line saying its command still runs, with the id later calls
-#: name it by (Codex ``exec_command`` and ``write_stdin``)
-_STILL_RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.MULTILINE)
+#: the arguments naming the running process a call polls (Codex ``write_stdin``'s
+#: ``session_id``, Claude Code ``BashOutput``'s ``bash_id``)
+_PROCESS_KEYS = ("session_id", "bash_id")
+#: a tool output saying its command still runs, with the id later calls name it by
+#: (Codex ``exec_command`` and ``write_stdin``; Claude Code's ``Bash`` run in background)
+_STILL_RUNNING = re.compile(
+    r"^(?:Process running with session ID (\d+)"
+    r"|Command running in background with ID: ([\w.-]+))\s*$",
+    re.MULTILINE,
+)
 
 
 def polled_process(arguments: str) -> str | None:
@@ -362,17 +367,19 @@ def polled_process(arguments: str) -> str | None:
     of that name alone makes none.
     """
     args = _arguments(arguments)
-    value = args.get(_PROCESS_KEY)
+    key = next((k for k in _PROCESS_KEYS if k in args), None)
+    value = args.get(key) if key is not None else None
     if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).strip():
         return None
-    sends = any(isinstance(v, str) and v for k, v in args.items() if k != _PROCESS_KEY)
+    # a filter narrows what a poll shows (BashOutput's ``filter``): still a poll
+    sends = any(isinstance(v, str) and v for k, v in args.items() if k not in (key, "filter"))
     return None if sends else str(value).strip()
 
 
 def still_running(text: str) -> str | None:
-    """The id of the process a tool output's envelope says is still running."""
+    """The id of the process a tool output says is still running."""
     match = _STILL_RUNNING.search(text[:2_000])
-    return match.group(1) if match is not None else None
+    return (match.group(1) or match.group(2)) if match is not None else None
 
 
 def edited_files(name: str, arguments: str) -> list[str]:
@@ -438,19 +445,49 @@ _ENVELOPE = re.compile(
 )
 
 
-def unwrap_output(text: str) -> tuple[str, int | None]:
-    """A tool output without its execution envelope, and the exit code the envelope gave.
+#: Claude Code ``BashOutput``'s envelope: a ``<status>`` then tagged parts, each once
+_TAGGED = re.compile(r"<(status|exit_code|stdout|stderr|timestamp)>\n?(.*?)\n?</\1>\s*", re.DOTALL)
+
+
+def _unwrap_tagged(text: str) -> tuple[str, int | None, bool] | None:
+    """A ``BashOutput`` result's output (stdout, then stderr), exit code and whether the
+    shell still runs; None when ``text`` is not that envelope (all of it tagged parts)."""
+    parts: dict[str, str] = {}
+    at = 0
+    while at < len(text):
+        match = _TAGGED.match(text, at)
+        if match is None or match.group(1) in parts:
+            return None
+        parts[match.group(1)] = match.group(2)
+        at = match.end()
+    status = parts.get("status", "").strip()
+    code = parts.get("exit_code", "").strip()
+    body = "\n".join(p for p in (parts.get("stdout"), parts.get("stderr")) if p and p.strip())
+    if status not in ("running", "completed", "failed") and not code:
+        body = f"{status}\n{body}".strip()  # killed: that is what happened
+    exit_code = int(code) if re.fullmatch(r"-?\d+", code) else None
+    return body, exit_code, status == "running"
+
+
+def unwrap_output(text: str) -> tuple[str, int | None, bool]:
+    """A tool output without its execution envelope, the exit code the envelope gave,
+    and whether the envelope says the command still runs.
 
     The envelope repeats the call and timing around every output; only the exit
-    code and the output say what happened.
+    code and the output say what happened. Codex's (``Command:``, ``Chunk ID:``,
+    ``Process exited with code N`` ... ``Output:``) and Claude Code ``BashOutput``'s
+    (``<status>``, ``<exit_code>``, ``<stdout>``, ``<stderr>``, ``<timestamp>``).
     """
+    if text.startswith("<status>"):
+        return _unwrap_tagged(text.strip()) or (text, None, False)
     if not text.startswith(("Command: ", "Chunk ID: ", "Exit code: ")):
-        return text, None
+        return text, None, False
     match = _ENVELOPE.match(text)
     if match is None:
-        return text, None
+        return text, None, False
     code = match.group("code") or match.group("exit")
-    return text[match.end() :], int(code) if code is not None else None
+    alive = "Process running" in text[: match.end()]
+    return text[match.end() :], int(code) if code is not None else None, alive
 
 
 def _outcome(text: str) -> tuple[str, list[str], float]:
@@ -505,16 +542,16 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     return " | ".join(parts), errors, boost
 
 
-def _tool_outcome(text: str) -> tuple[str, int | None, str, list[str], float]:
-    """A tool output's body (envelope removed), the envelope's exit code, the outcome,
-    error lines and boost."""
-    body, code = unwrap_output(text)
+def _tool_outcome(text: str) -> tuple[str, int | None, bool, str, list[str], float]:
+    """A tool output's body (envelope removed), the envelope's exit code, whether it
+    says the command still runs, the outcome, error lines and boost."""
+    body, code, alive = unwrap_output(text)
     outcome, errors, boost = _outcome(body)
     if code:
         outcome, boost = f"exit {code}: {outcome}", max(boost, 1.0)
     if _ACK.match(outcome):
         outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
-    return body, code, outcome, errors, boost
+    return body, code, alive, outcome, errors, boost
 
 
 def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None) -> str:
@@ -522,13 +559,13 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
     entry = _recorded(annotations)
     if entry is not None and isinstance(entry.get("outcome"), str):
         return str(entry["outcome"])
-    return _tool_outcome(message.text())[2]
+    return _tool_outcome(message.text())[3]
 
 
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 12
+VERSION = 13
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -594,10 +631,11 @@ def message_facts(message: Message) -> dict[str, Any]:
         return out
     if message.role == "tool":
         text = message.text()
-        body, code, outcome, errors, boost = _tool_outcome(text)
+        body, code, alive, outcome, errors, boost = _tool_outcome(text)
         out = {
             "call_id": message.tool_call_id,
             "running": still_running(text),
+            "alive": alive,  # the envelope says the command still runs
             "enveloped": len(body) != len(text),  # an execution envelope was removed
             "exited": code is not None,
             "outcome": outcome,
@@ -803,7 +841,7 @@ def extract_facts(
                 )
                 if part["running"]:
                     running.add(part["running"])
-                elif poll:  # the process it polled ended
+                elif poll and not part.get("alive"):  # the process it polled ended
                     running.discard(naming[index])
             for answer in part.get("answers", []):  # never the goal: a choice, not a task
                 add("constraint", answer, position, mid)

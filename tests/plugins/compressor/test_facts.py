@@ -605,3 +605,46 @@ def test_only_a_patch_tools_patch_names_files() -> None:
         "Write: docs/patch.md",
         "edit_file: notes.md",
     ]
+
+
+def test_a_claude_code_background_shell_poll_is_unwrapped_and_an_idle_one_is_no_fact() -> None:
+    def shell_output(call_id: str, result: str, **arguments: str) -> list[Message]:
+        return [
+            call(call_id, "BashOutput", {"bash_id": "bash_2", **arguments}),
+            Message(role="tool", tool_call_id=call_id, content=result),
+        ]
+
+    started = "Command running in background with ID: bash_2"
+    ready = (
+        "<status>running</status>\n\n<stdout>\n> next dev\n ✓ Ready in 1098ms\n</stdout>\n\n"
+        "<stderr>\nnpm warn Unknown env config\n</stderr>\n\n"
+        "<timestamp>2025-09-03T01:00:10.112Z</timestamp>"
+    )
+    idle = "<status>running</status>\n\n<timestamp>2025-09-03T01:00:18.892Z</timestamp>"
+    failed = (
+        "<status>failed</status>\n\n<exit_code>1</exit_code>\n\n"
+        "<stderr>\nError: listen EADDRINUSE: address already in use :::3000\n</stderr>"
+    )
+    messages = [
+        call("s", "Bash", {"command": "npm run dev", "run_in_background": True}),
+        Message(role="tool", tool_call_id="s", content=started),
+        *shell_output("o1", ready),
+        *shell_output("o2", idle),
+        *shell_output("o3", idle, filter="error"),  # a filter narrows a poll: still one
+        *shell_output("o4", failed),
+        # the shell ended: a later poll that shows nothing says so, and stays a fact
+        *shell_output("o5", "<status>failed</status>\n\n<exit_code>1</exit_code>"),
+        # not the envelope (a tag it does not have): the text as it is
+        *shell_output("o6", "<status>running</status>\n<pid>7</pid>"),
+    ]
+    facts = extract_facts(messages, list(range(1, len(messages) + 1)))
+    commands = [f.text for f in facts if f.kind == "command"]
+    assert commands[0] == "Bash: npm run dev → Command running in background with ID: bash_2"
+    assert commands[1].startswith("BashOutput: bash_2 → ") and "Ready in 1098ms" in commands[1]
+    assert "<status>" not in commands[1] and "timestamp" not in commands[1]
+    assert commands[2] == (
+        "BashOutput: bash_2 → exit 1: Error: listen EADDRINUSE: address already in use :::3000"
+    )
+    assert commands[3] == "BashOutput: bash_2 → exit 1: (no output)"
+    assert "<pid>7</pid>" in commands[4]
+    assert len(commands) == 5  # the two idle polls are gone
