@@ -247,10 +247,14 @@ class Passages:
     covering the most query terms.
 
     The text is cut into passages (lines; a long line into pieces of
-    :data:`PASSAGE_CHARS`). Passages are taken best first: most distinct terms
-    covered (:class:`TermMatcher`), then earliest; then, room left, the
-    passage after each, then the one before. They are shown in text order, a gap of up
-    to :data:`GAP_SHOWN` characters shown, a longer one marked
+    :data:`PASSAGE_CHARS`). Passages are taken best first: by the query terms
+    they cover (:class:`TermMatcher`), each term weighing one over the number of
+    passages of this text that cover it, then earliest; then, room left, the
+    passage after each, then the one before. A term on every line of a long
+    output says little about which line answers, and an identifier named once
+    points at its line: a review citing ``containsIdentifier`` once and saying
+    ``review`` and ``file`` on forty lines shows the citation. They are shown in
+    text order, a gap of up to :data:`GAP_SHOWN` characters shown, a longer one marked
     ``…[N chars skipped]…`` (``…[N more chars]`` at the end). A text covering
     no term shows its head and its tail (a command's output ends with its
     verdict). The whole text when it fits.
@@ -259,14 +263,21 @@ class Passages:
     def __init__(self, text: str, terms: Iterable[str]) -> None:
         self.text = text
         self._terms = tuple(terms)
-        self._plan: tuple[list[tuple[int, int]], list[int]] | None = None
+        self._plan: tuple[list[tuple[int, int]], list[float]] | None = None
 
-    def _planned(self) -> tuple[list[tuple[int, int]], list[int]]:
-        """The passages' ``(start, end)`` and the terms each covers (made on first use)."""
+    def _planned(self) -> tuple[list[tuple[int, int]], list[float]]:
+        """The passages' ``(start, end)`` and the weight of the terms each covers (made
+        on first use; see the class docstring)."""
         if self._plan is None:
             matcher = TermMatcher(self._terms)
             pieces = _pieces(self.text)
-            covered = [sum(matcher.covered(self.text[a:b])) for a, b in pieces]
+            found = [matcher.covered(self.text[a:b]) for a, b in pieces]
+            spread = [sum(column) for column in zip(*found, strict=True)]
+            weights = [1.0 / count if count else 0.0 for count in spread]
+            covered = [
+                sum(weight for weight, hit in zip(weights, row, strict=True) if hit)
+                for row in found
+            ]
             self._plan = (pieces, covered)
         return self._plan
 
@@ -279,7 +290,7 @@ class Passages:
         return _select(text, pieces, covered, limit)
 
 
-def _select(text: str, pieces: list[tuple[int, int]], covered: list[int], limit: int) -> str:
+def _select(text: str, pieces: list[tuple[int, int]], covered: list[float], limit: int) -> str:
     """The excerpt of :class:`Passages` (see its docstring) from the passages and their
     coverage."""
     chosen: set[int] = set()

@@ -354,3 +354,19 @@ def test_passages_pick_the_lines_covering_most_terms() -> None:
     tiny = passages("x" * 500 + "\n" + "needle " * 40, ["needle"], 50)
     assert "needle" in tiny and len(tiny) < 120
     assert passages("short", ["x"], 100) == "short"
+
+
+def test_passages_weigh_a_term_by_how_few_lines_cover_it() -> None:
+    """A term on every line of a long output says little about which line answers; an
+    identifier named once points at its line."""
+    from hermes_core.searchkit import passages
+
+    lines = [f"- review finding {i}: see the file and the line it names" for i in range(60)]
+    lines[33] = "with `containsIdentifier` at `internal/sem/dependents.go:106`"
+    text = "\n".join(lines)
+    shown = passages(text, ["review", "file", "line", "containsIdentifier"], 400)
+    assert "internal/sem/dependents.go:106" in shown
+    # among passages covering only common terms, the one covering more still comes first
+    lines[33] = "- review finding 33: a review of its own"
+    text = "\n".join(lines)
+    assert "- review finding 0: see the file" in passages(text, ["review", "file"], 60)
