@@ -565,7 +565,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 13
+VERSION = 14
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -685,13 +685,36 @@ RESULT_HARNESS = frozenset({"claude_code.task_notification"})
 _NOTICE_PART = re.compile(r"<(summary|result)>(.*?)(?:</\1>|\Z)", re.DOTALL)
 
 
+#: a notice's status, and an exit code its summary gives
+_NOTICE_STATUS = re.compile(r"<status>\s*(\w+)\s*</status>")
+_NOTICE_EXIT = re.compile(r"\bexit code (-?\d+)")
+
+
 def _notice_facts(text: str) -> dict[str, Any]:
-    """The answer pieces of a result notice: its summary line, then its result."""
-    parts = [body.strip() for _tag, body in _NOTICE_PART.findall(text) if body.strip()]
-    if not parts:
+    """The answer pieces of a result notice: its summary line, then its result.
+
+    A notice that only says its task ended well (no result, status completed, exit
+    code 0: ``Background command "..." completed (exit code 0)``, a monitor's stream
+    ending) is routine: the command's own fact says what ran, so its pieces rank low.
+    """
+    found = [(tag, body.strip()) for tag, body in _NOTICE_PART.findall(text) if body.strip()]
+    if not found:
         return {}
-    prose = strip_reasoning("\n\n".join(parts))
-    return {"notice": True, "narration": False, "decisions": [], "pieces": _pieces(prose)}
+    prose = strip_reasoning("\n\n".join(body for _tag, body in found))
+    status = _NOTICE_STATUS.search(text)
+    codes = [int(code) for code in _NOTICE_EXIT.findall(prose)]
+    routine = (
+        all(tag != "result" for tag, _body in found)
+        and (status is None or status.group(1) == "completed")
+        and not any(codes)
+    )
+    return {
+        "notice": True,
+        "routine": routine,
+        "narration": False,
+        "decisions": [],
+        "pieces": _pieces(prose),
+    }
 
 
 def annotation(message: Message) -> dict[str, Any] | None:
@@ -781,8 +804,9 @@ def extract_facts(
         if not part:
             continue
         if part.get("notice"):
+            routine = -3.0 if part.get("routine") else 0.0  # a status, like an acknowledgement
             for order, piece in enumerate(part["pieces"]):
-                add("answer", piece, position, mid, boost=-min(2.0, 0.5 * order))
+                add("answer", piece, position, mid, boost=routine - min(2.0, 0.5 * order))
         elif message.role == "user":
             short = len(part["request"]) < SHORT_REQUEST_CHARS
             add("request", part["request"], position, mid, -SHORT_REQUEST_PENALTY * short)

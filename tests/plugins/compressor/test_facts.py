@@ -301,6 +301,28 @@ def test_a_background_task_report_is_an_answer_other_harness_text_is_not() -> No
     assert "fires each time" not in facts[0].text  # the harness's own note is not the report
 
 
+def test_a_notice_that_a_background_task_ended_well_ranks_low() -> None:
+    def notice(status: str, summary: str, result: str = "") -> Message:
+        text = (
+            f"<task-notification>\n<task-id>b1</task-id>\n<status>{status}</status>\n"
+            f"<summary>{summary}</summary>\n{result}</task-notification>"
+        )
+        return Message(role="user", content=text, harness="claude_code.task_notification")
+
+    messages = [
+        notice("completed", 'Background command "Full check gate" completed (exit code 0)'),
+        notice("completed", 'Monitor "wait for the build" stream ended'),
+        notice("completed", 'Background command "go test ./..." completed (exit code 1)'),
+        notice("failed", 'Background command "make lint" failed'),
+        notice("completed", 'Agent "Review" finished', "<result>Two findings: ...</result>"),
+    ]
+    facts = extract_facts(messages, [1, 2, 3, 4, 5])
+    scores = {f.message_id: f.score for f in facts}
+    routine = max(scores[1], scores[2])
+    # a failure, a non-zero exit and an agent's report are news: each outranks a status
+    assert all(scores[news] > routine + 2 for news in (3, 4, 5))
+
+
 def test_a_plan_update_acknowledgement_is_not_an_outcome_worth_keeping() -> None:
     call = Message(
         role="assistant",
