@@ -202,6 +202,31 @@ def test_a_field_added_to_summary_requests_later_is_redacted_by_default() -> Non
     assert isinstance(out, LaterRequest) and leaked(out.notes) == []
 
 
+def test_a_request_redacts_each_distinct_text_once_with_the_same_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    redactor = Redactor(redaction_rules())
+    planted = canary_text()
+    facts = [
+        HandoffFact(kind="command", text=f"cat .env → {planted}", message_id=i) for i in range(5)
+    ]
+    request = SummaryRequest(
+        session_id="s", messages=[Message(role="user", content=planted)] * 3, facts=facts
+    )
+    expected = redact_summary_request(redactor, request)
+    seen: list[str] = []
+    plain = Redactor.redact
+
+    def counting(self: Redactor, text: str) -> str:
+        seen.append(text)
+        return plain(self, text)
+
+    monkeypatch.setattr(Redactor, "redact", counting)
+    out = redact_summary_request(redactor, request)
+    assert out == expected and leaked(out.model_dump_json()) == []
+    assert len(seen) == len(set(seen))  # the planted text, the fact text, "command": once each
+
+
 def test_log_records_of_hermes_loggers_are_redacted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, make_host: HostFactory
 ) -> None:
