@@ -67,7 +67,14 @@ _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | 
 #: end); only a run as a whole matches, so a match starts where a run starts (the
 #: lookbehind) and never gives back characters (``++``): without both, a long run that
 #: is no sentence (``see file.py``) is retried from each of its characters
-_SENTENCE = re.compile(r"(?<![^.!?\n])[^.!?\n]++(?:[.!?](?=\s|$)|$)", re.MULTILINE)
+#: a sentence: it ends at a ``.``, ``!`` or ``?`` followed by a space or the line's end, or at
+#: the line's end; a ``.`` inside a word (``main.go``, ``v1.2.3``, ``remote.List``) is in it
+#: (and ends no sentence: the sentence's head was lost, its tail a fragment)
+_SENTENCE = re.compile(
+    r"(?<![^.!?\n])(?:[^.!?\n]|[.!?](?!\s|$))++(?:[.!?](?=\s|$)|$)", re.MULTILINE
+)
+#: a constraint or decision sentence longer than this is no sentence (a list run together)
+MAX_SENTENCE_CHARS = 400
 _CONSTRAINT = re.compile(
     r"\b(?:must|never|don't|do not|always|only|should not|shouldn't|avoid|without|make sure|"
     r"required?|instead of|no need|keep)\b",
@@ -565,7 +572,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 14
+VERSION = 15
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -588,7 +595,7 @@ def message_facts(message: Message) -> dict[str, Any]:
         constraints = [
             _fold(sentence)
             for sentence in _SENTENCE.findall(message.text())
-            if 12 <= len(_fold(sentence)) <= 300
+            if 12 <= len(_fold(sentence)) <= MAX_SENTENCE_CHARS
             and _CONSTRAINT.search(sentence)
             and not sentence.rstrip().endswith("?")  # "why keep v1 for push?" sets no rule
         ]
@@ -609,7 +616,7 @@ def message_facts(message: Message) -> dict[str, Any]:
             out["decisions"] = [
                 _fold(s)
                 for s in stated
-                if 20 <= len(_fold(s)) <= 300
+                if 20 <= len(_fold(s)) <= MAX_SENTENCE_CHARS
                 and len(s.split()) >= 5
                 and _DECISION.search(s)
                 and not _fold(s).endswith(("?", ":"))  # a question or a list's lead-in
