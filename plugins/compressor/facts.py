@@ -63,13 +63,12 @@ CLOSING_BOOST = 2.0
 MAX_FROM_CHARS = 80
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
-#: a sentence: a run of text up to an end mark followed by a blank (or up to the line's
-#: end); only a run as a whole matches, so a match starts where a run starts (the
-#: lookbehind) and never gives back characters (``++``): without both, a long run that
-#: is no sentence (``see file.py``) is retried from each of its characters
-#: a sentence: it ends at a ``.``, ``!`` or ``?`` followed by a space or the line's end, or at
-#: the line's end; a ``.`` inside a word (``main.go``, ``v1.2.3``, ``remote.List``) is in it
-#: (and ends no sentence: the sentence's head was lost, its tail a fragment)
+#: a sentence: a run of text up to an end mark (``.``, ``!``, ``?``) followed by a blank, or
+#: up to the line's end. An end mark inside a word (``main.go``, ``v1.2.3``,
+#: ``remote.List``) is part of the sentence: ending one there lost the sentence's head and
+#: kept its tail as a fragment. Only a run as a whole matches, so a match starts where a
+#: run starts (the lookbehind) and never gives back characters (``++``): without both, a
+#: long run is retried from each of its characters
 _SENTENCE = re.compile(
     r"(?<![^.!?\n])(?:[^.!?\n]|[.!?](?!\s|$))++(?:[.!?](?=\s|$)|$)", re.MULTILINE
 )
@@ -379,7 +378,8 @@ def polled_process(arguments: str) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).strip():
         return None
     # a filter narrows what a poll shows (BashOutput's ``filter``): still a poll
-    sends = any(isinstance(v, str) and v for k, v in args.items() if k not in (key, "filter"))
+    shown = (key, "filter") if key == "bash_id" else (key,)
+    sends = any(isinstance(v, str) and v for k, v in args.items() if k not in shown)
     return None if sends else str(value).strip()
 
 
@@ -447,7 +447,7 @@ def _candidate_lines(region: str, starts: list[int]) -> list[int]:
 _ENVELOPE = re.compile(
     r"\A(?:Command: (?s:.{0,4000}?)\n(?=Chunk ID: |Wall time: |Process ))?"
     r"(?:(?:Chunk ID|Wall time|Original token count|Session ID): [^\n]*\n"
-    r"|Process (?:exited with code (?P<code>-?\d+)|running[^\n]*)\n"
+    r"|Process (?:exited with code (?P<code>-?\d+)|(?P<running>running)[^\n]*)\n"
     r"|Exit code: (?P<exit>-?\d+)\n)+Output:\n?"
 )
 
@@ -456,9 +456,10 @@ _ENVELOPE = re.compile(
 _TAGGED = re.compile(r"<(status|exit_code|stdout|stderr|timestamp)>\n?(.*?)\n?</\1>\s*", re.DOTALL)
 
 
-def _unwrap_tagged(text: str) -> tuple[str, int | None, bool] | None:
-    """A ``BashOutput`` result's output (stdout, then stderr), exit code and whether the
-    shell still runs; None when ``text`` is not that envelope (all of it tagged parts)."""
+def _unwrap_tagged(text: str) -> tuple[str, int | None, str | None] | None:
+    """A ``BashOutput`` result's output (stdout, then stderr), exit code and the shell's
+    state (see :func:`unwrap_output`); None when ``text`` is not that envelope (all of
+    it tagged parts)."""
     parts: dict[str, str] = {}
     at = 0
     while at < len(text):
@@ -473,12 +474,14 @@ def _unwrap_tagged(text: str) -> tuple[str, int | None, bool] | None:
     if status not in ("running", "completed", "failed") and not code:
         body = f"{status}\n{body}".strip()  # killed: that is what happened
     exit_code = int(code) if re.fullmatch(r"-?\d+", code) else None
-    return body, exit_code, status == "running"
+    state = "running" if status == "running" else "ended" if status else None
+    return body, exit_code, state
 
 
-def unwrap_output(text: str) -> tuple[str, int | None, bool]:
+def unwrap_output(text: str) -> tuple[str, int | None, str | None]:
     """A tool output without its execution envelope, the exit code the envelope gave,
-    and whether the envelope says the command still runs.
+    and the command's state the envelope gives: ``"running"``, ``"ended"`` (an exit
+    code, or a ``<status>`` other than running), or None (it says neither).
 
     The envelope repeats the call and timing around every output; only the exit
     code and the output say what happened. Codex's (``Command:``, ``Chunk ID:``,
@@ -486,15 +489,15 @@ def unwrap_output(text: str) -> tuple[str, int | None, bool]:
     (``<status>``, ``<exit_code>``, ``<stdout>``, ``<stderr>``, ``<timestamp>``).
     """
     if text.startswith("<status>"):
-        return _unwrap_tagged(text.strip()) or (text, None, False)
+        return _unwrap_tagged(text.strip()) or (text, None, None)
     if not text.startswith(("Command: ", "Chunk ID: ", "Exit code: ")):
-        return text, None, False
+        return text, None, None
     match = _ENVELOPE.match(text)
     if match is None:
-        return text, None, False
+        return text, None, None
     code = match.group("code") or match.group("exit")
-    alive = "Process running" in text[: match.end()]
-    return text[match.end() :], int(code) if code is not None else None, alive
+    state = "running" if match.group("running") else "ended" if code is not None else None
+    return text[match.end() :], int(code) if code is not None else None, state
 
 
 def _outcome(text: str) -> tuple[str, list[str], float]:
@@ -549,16 +552,16 @@ def _outcome(text: str) -> tuple[str, list[str], float]:
     return " | ".join(parts), errors, boost
 
 
-def _tool_outcome(text: str) -> tuple[str, int | None, bool, str, list[str], float]:
-    """A tool output's body (envelope removed), the envelope's exit code, whether it
-    says the command still runs, the outcome, error lines and boost."""
-    body, code, alive = unwrap_output(text)
+def _tool_outcome(text: str) -> tuple[str, int | None, str | None, str, list[str], float]:
+    """A tool output's body (envelope removed), the envelope's exit code, the command's
+    state it gives (:func:`unwrap_output`), the outcome, error lines and boost."""
+    body, code, state = unwrap_output(text)
     outcome, errors, boost = _outcome(body)
     if code:
         outcome, boost = f"exit {code}: {outcome}", max(boost, 1.0)
     if _ACK.match(outcome):
         outcome, boost = "ok", -3.0  # an acknowledgement says nothing the call did not
-    return body, code, alive, outcome, errors, boost
+    return body, code, state, outcome, errors, boost
 
 
 def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None) -> str:
@@ -638,13 +641,13 @@ def message_facts(message: Message) -> dict[str, Any]:
         return out
     if message.role == "tool":
         text = message.text()
-        body, code, alive, outcome, errors, boost = _tool_outcome(text)
+        body, _code, state, outcome, errors, boost = _tool_outcome(text)
         out = {
             "call_id": message.tool_call_id,
             "running": still_running(text),
-            "alive": alive,  # the envelope says the command still runs
+            "alive": state == "running",  # the envelope says the command still runs
             "enveloped": len(body) != len(text),  # an execution envelope was removed
-            "exited": code is not None,
+            "exited": state == "ended",  # an exit code, or a status that is not running
             "outcome": outcome,
             "errors": errors,
             "boost": boost,

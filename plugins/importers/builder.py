@@ -38,15 +38,19 @@ def parse_timestamp(value: object) -> dt.datetime | None:
     """A transcript's timestamp as an aware datetime (UTC when it names no zone), or None.
 
     ISO 8601 (``2026-04-08T12:58:53.226Z``, ``2024-05-01 10:00:00``) is read;
-    anything else is no timestamp: it dates nothing, and the import goes on.
+    anything else, and a stamp with no date in UTC, is no timestamp: it dates
+    nothing, and the import goes on.
     """
     if not isinstance(value, str) or not value.strip():
         return None
     try:
         parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=dt.UTC)
+        parsed.astimezone(dt.UTC)  # a stamp with no UTC date (year 1 east of UTC) is none
+    except (ValueError, OverflowError):
         return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+    return parsed
 
 
 def earliest_timestamp(values: Iterable[object]) -> dt.datetime | None:

@@ -149,22 +149,32 @@ def _reserve(
 #: the message id a goal names at the end of its text: ``... (#32)``
 _GOAL_ANCHOR = re.compile(r" \(#(\d+)\)$")
 _FOCUS = "\nFocus for what follows: "
+#: where a goal's focus line starts: after its text, or the whole goal when it has none
+_FOCUS_LINE = re.compile(r"(?:^|\n)Focus for what follows: ")
+
+
+def _split_focus(goal: str) -> tuple[str, str]:
+    """A goal's text and its focus line (``_FOCUS`` and the focus, or empty)."""
+    match = _FOCUS_LINE.search(goal)
+    if match is None:
+        return goal, ""
+    return goal[: match.start()], _FOCUS + goal[match.end() :]
 
 
 def _goal_request(goal: str) -> tuple[HandoffFact | None, str]:
     """A previous goal as the request it quoted (None when it names no message id),
     and its focus part. The request is placed by the caller."""
-    text, sep, focus = goal.partition(_FOCUS)
+    text, focus = _split_focus(goal)
     match = _GOAL_ANCHOR.search(text)
     if match is None:
-        return None, sep + focus
+        return None, focus
     fact = HandoffFact(
         kind="request",
         text=text[: match.start()],
         message_id=int(match.group(1)),
         score=WEIGHTS["request"],
     )
-    return fact, sep + focus
+    return fact, focus
 
 
 def _render(facts: Sequence[HandoffFact]) -> str:
@@ -190,7 +200,7 @@ class DeterministicSummarizer(Summarizer):
 
         goal, facts, displaced = self._goal_and_facts(prev.goal, facts, limit["goal"])
         if request.focus:  # the newest focus replaces the one an earlier handoff carried
-            goal = f"{goal.partition(_FOCUS)[0]}{_FOCUS}{request.focus}".strip()
+            goal = f"{_split_focus(goal)[0]}{_FOCUS}{request.focus}".strip()
         goal = goal[: limit["goal"] + 200]
         files = self._files(facts, prev.files, limit["files"])
         next_steps = self._next_steps(facts, request.focus, limit["next_steps"]) or prev.next_steps

@@ -226,6 +226,13 @@ def test_a_request_redacts_each_distinct_text_once_with_the_same_result(
     assert out == expected and leaked(out.model_dump_json()) == []
     assert len(seen) == len(set(seen))  # the planted text, the fact text, "command": once each
 
+    class Stricter(Redactor):  # redacts more than its rules: asked for every text as it is
+        def redact(self, text: str) -> str:
+            return plain(self, text).replace("cat .env", "[a command]")
+
+    stricter = redact_summary_request(Stricter(redaction_rules()), request)
+    assert stricter.facts is not None and stricter.facts[0].text.startswith("[a command] → ")
+
 
 def test_log_records_of_hermes_loggers_are_redacted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, make_host: HostFactory

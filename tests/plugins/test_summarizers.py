@@ -529,3 +529,10 @@ def test_deterministic_focus_replaces_the_previous_handoffs_focus() -> None:
         SummaryRequest(session_id="s", messages=messages, previous_summary=again)
     ).summary
     assert kept.goal == again.goal  # no new focus: the last one still applies
+    # a handoff whose goal is its focus alone (no request to quote) replaces it too
+    bare = summarizer.summarize(SummaryRequest(session_id="s", messages=[], focus="the parser"))
+    assert bare.summary.goal == "Focus for what follows: the parser"
+    later = summarizer.summarize(
+        SummaryRequest(session_id="s", messages=[], previous_summary=bare.summary, focus="the CLI")
+    ).summary
+    assert later.goal == "Focus for what follows: the CLI"

@@ -6,7 +6,13 @@ import json
 
 from hermes_hookspecs import HandoffFact, Message, ToolCall, ToolFunction
 from hermes_plugin_compressor.engine import handoff_tokens
-from hermes_plugin_compressor.facts import extract_facts, select_facts, strip_reasoning
+from hermes_plugin_compressor.facts import (
+    extract_facts,
+    polled_process,
+    select_facts,
+    strip_reasoning,
+    unwrap_output,
+)
 
 
 def bash(call_id: str, command: str) -> Message:
@@ -658,6 +664,11 @@ def test_a_claude_code_background_shell_poll_is_unwrapped_and_an_idle_one_is_no_
         *shell_output("o5", "<status>failed</status>\n\n<exit_code>1</exit_code>"),
         # not the envelope (a tag it does not have): the text as it is
         *shell_output("o6", "<status>running</status>\n<pid>7</pid>"),
+        # a shell started again, then seen ended with no exit code and no output: news
+        call("s2", "Bash", {"command": "make serve", "run_in_background": True}),
+        Message(role="tool", tool_call_id="s2", content=started.replace("bash_2", "bash_3")),
+        call("o7", "BashOutput", {"bash_id": "bash_3"}),
+        Message(role="tool", tool_call_id="o7", content="<status>completed</status>"),
     ]
     facts = extract_facts(messages, list(range(1, len(messages) + 1)))
     commands = [f.text for f in facts if f.kind == "command"]
@@ -669,4 +680,43 @@ def test_a_claude_code_background_shell_poll_is_unwrapped_and_an_idle_one_is_no_
     )
     assert commands[3] == "BashOutput: bash_2 → exit 1: (no output)"
     assert "<pid>7</pid>" in commands[4]
-    assert len(commands) == 5  # the two idle polls are gone
+    assert commands[6] == "BashOutput: bash_3 → (no output)"
+    assert len(commands) == 7  # the two idle polls are gone
+
+
+def test_only_an_envelopes_own_lines_give_the_commands_state() -> None:
+    # the command line itself names "Process running": the envelope says it exited
+    ended = (
+        "Command: grep 'Process running with session ID 7' log\nChunk ID: 1a\n"
+        "Wall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nmatched\n"
+    )
+    assert unwrap_output(ended) == ("matched\n", 0, "ended")
+    running = "Chunk ID: 1b\nProcess running with session ID 7\nOutput:\n"
+    assert unwrap_output(running) == ("", None, "running")
+    assert unwrap_output("<status>failed</status>") == ("", None, "ended")
+    assert unwrap_output("plain output") == ("plain output", None, None)
+
+
+def test_a_filter_makes_a_poll_only_of_a_background_shell() -> None:
+    assert polled_process('{"bash_id": "bash_1", "filter": "error"}') == "bash_1"
+    assert polled_process('{"session_id": 7, "filter": "error"}') is None  # typed input
+    assert polled_process('{"session_id": 7, "chars": ""}') == "7"
+
+
+def test_a_period_inside_a_word_ends_no_sentence() -> None:
+    answer = (
+        "I changed main.go to skip v1.2.3 tags because the old remote.List call broke. "
+        "Next I run the tests."
+    )
+    request = "Keep README.md as it is, never touch go.mod. Then commit."
+    messages = [
+        Message(role="user", content=request),
+        Message(role="assistant", content=answer),
+    ]
+    facts = extract_facts(messages, [1, 2])
+    assert [f.text for f in facts if f.kind == "decision"] == [
+        "I changed main.go to skip v1.2.3 tags because the old remote.List call broke."
+    ]
+    assert [f.text for f in facts if f.kind == "constraint"] == [
+        "Keep README.md as it is, never touch go.mod."
+    ]

@@ -760,6 +760,8 @@ def test_a_transcript_without_timestamps_is_not_dated(load: Loader) -> None:
         ("2024-08-05 19:33:32", "2024-08-05T19:33:32+00:00"),  # no zone: UTC
         ("2026-04-08T14:58:53+02:00", "2026-04-08T14:58:53+02:00"),
         ("yesterday", None),
+        ("0001-01-01T00:00:00+01:00", None),  # no date in UTC: replaying it overflowed
+        ("9999-12-31T23:59:59-01:00", None),
         ("", None),
         (1712581133, None),
         (None, None),
