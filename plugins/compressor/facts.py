@@ -63,14 +63,15 @@ CLOSING_BOOST = 2.0
 MAX_FROM_CHARS = 80
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
-#: a sentence: a run of text up to an end mark (``.``, ``!``, ``?``) followed by a blank, or
-#: up to the line's end. An end mark inside a word (``main.go``, ``v1.2.3``,
-#: ``remote.List``) is part of the sentence: ending one there lost the sentence's head and
-#: kept its tail as a fragment. Only a run as a whole matches, so a match starts where a
-#: run starts (the lookbehind) and never gives back characters (``++``): without both, a
-#: long run is retried from each of its characters
+#: a sentence: a run of text up to an end mark (``.``, ``!``, ``?``, then any closing quote,
+#: bracket or emphasis: ``."``, ``.)``, ``.**``) followed by a blank, or up to the line's
+#: end. An end mark inside a word (``main.go``, ``v1.2.3``, ``remote.List``) is part of
+#: the sentence: ending one there lost the sentence's head and kept its tail as a fragment.
+#: A match that has started cannot fail (the run ends at an end mark or the line's end), so
+#: the next one starts where it stopped, and nothing is retried (``++``: linear time)
 _SENTENCE = re.compile(
-    r"(?<![^.!?\n])(?:[^.!?\n]|[.!?](?!\s|$))++(?:[.!?](?=\s|$)|$)", re.MULTILINE
+    r"(?:[^.!?\n]|[.!?](?![\"'’”)\]*_`]*(?:\s|$)))++(?:[.!?][\"'’”)\]*_`]*(?=\s|$)|$)",
+    re.MULTILINE,
 )
 #: a constraint or decision sentence longer than this is no sentence (a list run together)
 MAX_SENTENCE_CHARS = 400
@@ -474,7 +475,8 @@ def _unwrap_tagged(text: str) -> tuple[str, int | None, str | None] | None:
     if status not in ("running", "completed", "failed") and not code:
         body = f"{status}\n{body}".strip()  # killed: that is what happened
     exit_code = int(code) if re.fullmatch(r"-?\d+", code) else None
-    state = "running" if status == "running" else "ended" if status else None
+    ended = exit_code is not None or (status and status != "running")
+    state = "ended" if ended else "running" if status == "running" else None
     return body, exit_code, state
 
 
@@ -496,7 +498,7 @@ def unwrap_output(text: str) -> tuple[str, int | None, str | None]:
     if match is None:
         return text, None, None
     code = match.group("code") or match.group("exit")
-    state = "running" if match.group("running") else "ended" if code is not None else None
+    state = "ended" if code is not None else "running" if match.group("running") else None
     return text[match.end() :], int(code) if code is not None else None, state
 
 
@@ -575,7 +577,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 15
+VERSION = 16
 
 
 def message_facts(message: Message) -> dict[str, Any]:
@@ -703,9 +705,10 @@ _NOTICE_EXIT = re.compile(r"\bexit code (-?\d+)")
 def _notice_facts(text: str) -> dict[str, Any]:
     """The answer pieces of a result notice: its summary line, then its result.
 
-    A notice that only says its task ended well (no result, status completed, exit
-    code 0: ``Background command "..." completed (exit code 0)``, a monitor's stream
-    ending) is routine: the command's own fact says what ran, so its pieces rank low.
+    A notice that only says its task ended well (no result, status completed or none,
+    no non-zero exit code: ``Background command "..." completed (exit code 0)``, a
+    monitor's event or its stream ending) is routine: the command's own fact says what
+    ran, so its pieces rank low.
     """
     found = [(tag, body.strip()) for tag, body in _NOTICE_PART.findall(text) if body.strip()]
     if not found:

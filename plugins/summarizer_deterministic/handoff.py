@@ -149,16 +149,21 @@ def _reserve(
 #: the message id a goal names at the end of its text: ``... (#32)``
 _GOAL_ANCHOR = re.compile(r" \(#(\d+)\)$")
 _FOCUS = "\nFocus for what follows: "
-#: where a goal's focus line starts: after its text, or the whole goal when it has none
-_FOCUS_LINE = re.compile(r"(?:^|\n)Focus for what follows: ")
 
 
 def _split_focus(goal: str) -> tuple[str, str]:
-    """A goal's text and its focus line (``_FOCUS`` and the focus, or empty)."""
-    match = _FOCUS_LINE.search(goal)
-    if match is None:
-        return goal, ""
-    return goal[: match.start()], _FOCUS + goal[match.end() :]
+    """A goal's text and its focus line (``_FOCUS`` and the focus, or empty).
+
+    The focus line is the last one a handoff appended; a goal that is a focus line
+    alone (no request to quote, so no ``(#N)`` anchor) is all focus. A request of
+    the user's that merely starts with those words keeps its anchor, and stays the goal.
+    """
+    at = goal.rfind(_FOCUS)
+    if at >= 0:
+        return goal[:at], goal[at:]
+    if goal.startswith(_FOCUS[1:]) and _GOAL_ANCHOR.search(goal) is None:
+        return "", "\n" + goal
+    return goal, ""
 
 
 def _goal_request(goal: str) -> tuple[HandoffFact | None, str]:

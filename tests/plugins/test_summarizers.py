@@ -536,3 +536,14 @@ def test_deterministic_focus_replaces_the_previous_handoffs_focus() -> None:
         SummaryRequest(session_id="s", messages=[], previous_summary=bare.summary, focus="the CLI")
     ).summary
     assert later.goal == "Focus for what follows: the CLI"
+    # a request that starts with those words is the user's task, not a focus line
+    task = "Focus for what follows: the parser. Fix the tokenizer bug (#3)"
+    kept_task = summarizer.summarize(
+        SummaryRequest(
+            session_id="s",
+            messages=[],
+            previous_summary=HandoffSummary(goal=task),
+            focus="the CLI",
+        )
+    ).summary
+    assert kept_task.goal == f"{task}\nFocus for what follows: the CLI"

@@ -694,6 +694,8 @@ def test_only_an_envelopes_own_lines_give_the_commands_state() -> None:
     running = "Chunk ID: 1b\nProcess running with session ID 7\nOutput:\n"
     assert unwrap_output(running) == ("", None, "running")
     assert unwrap_output("<status>failed</status>") == ("", None, "ended")
+    # an exit code says the command ended, whatever else the envelope says
+    assert unwrap_output("<status>running</status>\n<exit_code>0</exit_code>")[2] == "ended"
     assert unwrap_output("plain output") == ("plain output", None, None)
 
 
@@ -720,3 +722,14 @@ def test_a_period_inside_a_word_ends_no_sentence() -> None:
     assert [f.text for f in facts if f.kind == "constraint"] == [
         "Keep README.md as it is, never touch go.mod."
     ]
+    # an end mark with a closing quote, bracket or emphasis after it ends the sentence
+    closed = [
+        Message(role="user", content='Never push to "main." Always open a PR first, please.'),
+        Message(role="assistant", content="**I decided to keep v1 push.** Then I ran tests."),
+    ]
+    facts = extract_facts(closed, [1, 2])
+    assert [f.text for f in facts if f.kind == "constraint"] == [
+        'Never push to "main."',
+        "Always open a PR first, please.",
+    ]
+    assert [f.text for f in facts if f.kind == "decision"] == ["**I decided to keep v1 push.**"]

@@ -31,7 +31,10 @@ SESSIONS = (
     TRANSCRIPTS / "codex-rollout" / "entireio-git-sync-07ebffc93812.jsonl.gz",
 )
 
-REFERENCE_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?!\s|$))+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
+REFERENCE_SENTENCE = re.compile(
+    r"(?:[^.!?\n]|[.!?](?![\"'’”)\]*_`]*(?:\s|$)))+(?:[.!?][\"'’”)\]*_`]*(?=\s|$)|$)",
+    re.MULTILINE,
+)
 REFERENCE_FAILED_RUN = re.compile(r"^(?:--- )?FAIL(?:ED)?\b|\bfailed\b|\berror\b", re.MULTILINE)
 REFERENCE_HEXISH = re.compile(r"\b[0-9a-f]{12,64}\b")
 REFERENCE_ERROR_WORD = re.compile(
