@@ -174,11 +174,10 @@ class Session:
             raise ValidationError(f"started must be a date, not {type(started).__name__}")
         if isinstance(started, dt.datetime):  # an aware one is dated in UTC, like today's
             started = (started.astimezone(dt.UTC) if started.tzinfo else started).date()
-        day = started
         inputs = {
             "caller_message": caller_message,
             "platform": platform if platform is not None else settings.prompt.platform,
-            "started_date": (day or dt.datetime.now(dt.UTC).date()).isoformat(),
+            "started_date": (started or dt.datetime.now(dt.UTC).date()).isoformat(),
             "tools": canonical_tools(list(tools or []))[0],
         }
         record = services.store().create_session(

@@ -475,8 +475,10 @@ def _unwrap_tagged(text: str) -> tuple[str, int | None, str | None] | None:
     if status not in ("running", "completed", "failed") and not code:
         body = f"{status}\n{body}".strip()  # killed: that is what happened
     exit_code = int(code) if re.fullmatch(r"-?\d+", code) else None
-    ended = exit_code is not None or (status and status != "running")
-    state = "ended" if ended else "running" if status == "running" else None
+    if exit_code is not None or status not in ("", "running"):
+        state: str | None = "ended"
+    else:
+        state = "running" if status else None
     return body, exit_code, state
 
 
