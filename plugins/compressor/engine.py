@@ -102,16 +102,19 @@ from .summary_input import SummaryInput, build_summary_input
 SUMMARY_PROMPT_OVERHEAD = 2_000
 #: the handoff's size: HANDOFF_RATE of the history it stands for, between
 #: 1/HANDOFF_FLOOR and 1/HANDOFF_CAP of the threshold, and at most HANDOFF_MAX tokens
+#: (real tokens: an in-process summarizer's handoff is refitted, :meth:`_Work._fitted`)
 HANDOFF_RATE = 1 / 34
 #: ... or up to DIALOGUE_RATE of it while the conversation's own words are larger
 DIALOGUE_RATE = 1 / 16
 HANDOFF_FLOOR = 24
-HANDOFF_CAP = 4
-HANDOFF_MAX = 12_000
+HANDOFF_CAP = 3.5
+HANDOFF_MAX = 14_000
 #: ... or FACT_SHARE of the facts it chooses from, if that is more
-FACT_SHARE = 1 / 3
+FACT_SHARE = 1 / 2
 #: after a compaction the view should take at most this share of the threshold
-AFTER_TARGET = 0.55
+AFTER_TARGET = 0.57
+#: an in-process summarizer's handoff this much over its token budget is written again
+REFIT_SLACK = 0.02
 
 
 def handoff_tokens(
@@ -133,21 +136,32 @@ def handoff_tokens(
     to ``covered * DIALOGUE_RATE``, but never more than those words: a larger handoff
     would keep less than the words themselves kept verbatim. ``high``
     is ``threshold / HANDOFF_CAP`` or what :data:`AFTER_TARGET` of the threshold
-    leaves after the ``kept_tokens`` (system prompt, head, tail) if that is less,
-    but never under :func:`handoff_floor`; at least 256 and at most
-    :data:`HANDOFF_MAX`. A long history deserves a longer handoff, but never one
-    that crowds the window: every compaction is a summary call and a cache break,
-    so the view after it must leave room for many turns.
+    leaves after the ``kept_tokens`` (system prompt, head, tail and the tail
+    strategy's sections) if that is less, but never under :func:`handoff_floor`;
+    at least 256 and at most :data:`HANDOFF_MAX` (:func:`handoff_room`). A long
+    history deserves a longer handoff, but never one that crowds the window: every
+    compaction is a summary call and a cache break, so the view after it must leave
+    room for many turns.
     """
     low = threshold_tokens // HANDOFF_FLOOR
-    high = threshold_tokens // HANDOFF_CAP
-    if kept_tokens:
-        after = int(threshold_tokens * AFTER_TARGET) - kept_tokens
-        high = min(high, max(handoff_floor(threshold_tokens), after))
     wanted = max(int(covered_tokens * HANDOFF_RATE), int(fact_tokens * FACT_SHARE))
     if dialogue_tokens is not None:
         wanted = max(wanted, min(int(covered_tokens * DIALOGUE_RATE), dialogue_tokens))
-    return max(256, min(HANDOFF_MAX, high, max(low, wanted)))
+    return min(handoff_room(threshold_tokens, kept_tokens), max(256, low, wanted))
+
+
+def handoff_room(threshold_tokens: int, kept_tokens: int = 0) -> int:
+    """The most tokens a handoff may take (the ``high`` of :func:`handoff_tokens`).
+
+    ``threshold / HANDOFF_CAP``, or what :data:`AFTER_TARGET` of the threshold
+    leaves after the ``kept_tokens`` if that is less, but never under
+    :func:`handoff_floor`; at least 256 and at most :data:`HANDOFF_MAX`.
+    """
+    high = int(threshold_tokens / HANDOFF_CAP)
+    if kept_tokens:
+        after = int(threshold_tokens * AFTER_TARGET) - kept_tokens
+        high = min(high, max(handoff_floor(threshold_tokens), after))
+    return max(256, min(HANDOFF_MAX, high))
 
 
 def handoff_floor(threshold_tokens: int) -> int:
@@ -384,11 +398,10 @@ class _Work:
             + fitted_tokens(tail, limit)
             + (last_user.tokens if carry_user and last_user is not None else 0)
         )
-        if self.replanned:  # the engine sized the tail: the view's every part counts
-            kept += self._sections_tokens(plan)
-        summary, result = self._summarize(
-            to_summarize, previous, plan, kept, self._sections_tokens(plan)
-        )
+        # the tail strategy's sections (identifier index, ...) join the handoff's message:
+        # the handoff's room is what they leave
+        sections = self._sections_tokens(plan)
+        summary, result = self._summarize(to_summarize, previous, plan, kept + sections, sections)
         summary_message = Message(
             role="user", kind="summary", summary=summary, content=summary.render()
         )
@@ -529,19 +542,24 @@ class _Work:
             fact_tokens,
             None if dialogue is None else dialogue - sections_tokens,
         )
-        try:
-            result = _checked(
-                self._run_summarizer(summarizer, middle, previous, plan, max_output), summarizer
+        room = handoff_room(settings.threshold_tokens, kept_tokens)
+
+        def run(budget: int) -> SummaryResult:
+            return _checked(
+                self._run_summarizer(summarizer, middle, previous, plan, budget), summarizer
             )
+
+        try:
+            result = self._fitted(run, summarizer, max_output, room)
         except SummarizerError as error:
             self._fail(error)
-            result = self._fallback(middle, previous, max_output, error)
+            result = self._fallback(middle, previous, max_output, room, error)
         except Exception as exc:  # a third-party summarizer's bug: a non-aborting failure
             bug = SummarizerError(
                 "other", f"{type(exc).__name__}: {exc}", summarizer=summarizer.name
             )
             self._fail(bug)
-            result = self._fallback(middle, previous, max_output, bug)
+            result = self._fallback(middle, previous, max_output, room, bug)
         else:
             self.state.record_summary_success()
         summary = result.summary.model_copy(deep=True)
@@ -553,6 +571,34 @@ class _Work:
         summary.covered_tokens = covered
         summary.covered_dialogue_tokens = dialogue
         return summary, result
+
+    def _fitted(
+        self,
+        run: Callable[[int], SummaryResult],
+        summarizer: Summarizer,
+        max_output: int,
+        room: int,
+    ) -> SummaryResult:
+        """``run(max_output)``, written again in a smaller budget when an in-process
+        summarizer's handoff takes more tokens than the window leaves it (``room``,
+        :func:`handoff_room`).
+
+        A summarizer that calls no model sizes its text in characters (about four a
+        token); code, paths and logs take more tokens a character, so its handoff can
+        overshoot, and the view after the compaction the share of the threshold it
+        should leave free. Such a summarizer costs no call, so it runs once more in
+        the budget cut by the excess (``max_output * room // tokens``). A model's
+        handoff is bounded by its own output limit and is never asked twice.
+        """
+        result = run(max_output)
+        if not summarizer.in_process:
+            return result
+        tokens = self.count(Message(role="user", content=result.summary.render()))
+        if tokens <= room * (1 + REFIT_SLACK):
+            return result
+        smaller = max(1, max_output * room // tokens)
+        self.notes.append(f"handoff written again in {smaller} tokens: it took {tokens} of {room}")
+        return run(smaller)
 
     def _fail(self, error: SummarizerError) -> None:
         seconds = self.state.record_summary_failure(self.engine._clock(), self.engine.settings)
@@ -572,6 +618,7 @@ class _Work:
         middle: Sequence[Item],
         previous: HandoffSummary | None,
         max_output: int,
+        room: int,
         error: SummarizerError,
     ) -> SummaryResult:
         name = self.engine.fallback_summarizer
@@ -580,10 +627,14 @@ class _Work:
         fallback = self.host.summarizer(name)
         bounded = self._input(middle, fallback, None)
         messages = [entry for chunk in bounded.chunks for entry in chunk]
-        try:
-            result = _checked(
-                fallback.summarize(self._summary_request(messages, previous, max_output)), fallback
+
+        def run(budget: int) -> SummaryResult:
+            return _checked(
+                fallback.summarize(self._summary_request(messages, previous, budget)), fallback
             )
+
+        try:
+            result = self._fitted(run, fallback, max_output, room)
         except SummarizerError as second:
             raise _Aborted(
                 f"summary failed ({error.kind}) and fallback {name!r} failed too: {second}"

@@ -632,6 +632,64 @@ def test_an_empty_handoff_is_a_summarizer_failure_and_the_fallback_answers() -> 
     assert any("no content in any section" in note for note in result.notes)
 
 
+class _Wordy(Summarizer):
+    """Writes about two tokens for every token of its budget (``x0 x1 ...``)."""
+
+    name = "wordy"
+    context_length = None
+
+    def __init__(self, *, in_process: bool) -> None:
+        self.in_process = in_process
+        self.budgets: list[int] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.budgets.append(request.max_output_tokens)
+        text = " ".join(f"x{i}" for i in range(request.max_output_tokens))
+        return SummaryResult(summary=HandoffSummary(progress=text), summarizer=self.name)
+
+
+def test_an_in_process_handoff_over_its_room_is_written_again_in_a_smaller_budget() -> None:
+    from hermes_plugin_compressor.engine import HANDOFF_CAP
+
+    wordy = _Wordy(in_process=True)
+    engine = ContextCompressor(clock=Clock())
+    host = PluginHost(summarizers=[wordy])
+    engine.bind(host)
+    threshold = 4_000  # the history is large: the budget is the room the window leaves
+    settings = settings_for(threshold, summarizer=wordy.name)
+    result = engine.compress(request(session(turns=30), settings))
+    assert result.status == "compressed", result.reason
+    assert len(wordy.budgets) == 2 and wordy.budgets[1] < wordy.budgets[0] * 0.6
+    assert result.summary is not None
+    handoff = host.count_message(Message(role="user", content=result.summary.render()))
+    assert handoff <= threshold / HANDOFF_CAP * 1.1  # about the room: no third run
+    assert any("handoff written again" in note for note in result.notes)
+    # a summarizer that calls a model is bounded by its own output limit: asked once
+    remote = _Wordy(in_process=False)
+    engine = ContextCompressor(clock=Clock())
+    engine.bind(PluginHost(summarizers=[remote]))
+    settings = settings_for(threshold, summarizer=remote.name)
+    result = engine.compress(request(session(turns=30), settings))
+    assert result.status == "compressed", result.reason
+    assert len(remote.budgets) == 1
+
+
+def test_the_view_after_a_compaction_stays_within_its_target_share_of_the_threshold() -> None:
+    # the deterministic handoff sizes its text in characters, and the lean tail adds its
+    # sections to the handoff's message: both count against the room the view leaves
+    from hermes_plugin_compressor.engine import AFTER_TARGET
+    from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+    engine = ContextCompressor()
+    engine.bind(PluginHost(summarizers=[DeterministicSummarizer()], tails=[LeanTail()]))
+    threshold = 8_000
+    result = engine.compress(
+        request(session(turns=120, output_chars=3_000), settings_for(threshold, tail="lean"))
+    )
+    assert result.status == "compressed", result.reason
+    assert result.tokens_after <= threshold * (AFTER_TARGET + 0.02)
+
+
 def test_a_turns_draft_rows_get_no_message_id_in_the_handoff() -> None:
     # a mid-turn view is planned over the history and the turn's draft, whose rows are not
     # stored yet (negative ids): the handoff quotes no id for them (session_open could not

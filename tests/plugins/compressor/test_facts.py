@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hermes_hookspecs import HandoffFact, Message, ToolCall, ToolFunction
-from hermes_plugin_compressor.engine import handoff_tokens
+from hermes_plugin_compressor.engine import handoff_room, handoff_tokens
 from hermes_plugin_compressor.facts import (
     extract_facts,
     polled_process,
@@ -87,8 +87,11 @@ def test_selection_keeps_the_best_per_character_and_drops_duplicates() -> None:
 def test_handoff_budget_grows_with_the_history_within_the_window() -> None:
     assert handoff_tokens(92_928, 40_000) == 92_928 // 24  # the floor
     assert handoff_tokens(92_928, 340_000) == 10_000  # a 34th of the history
-    assert handoff_tokens(92_928, 4_000_000) == 12_000  # the absolute cap
-    assert handoff_tokens(44_928, 4_000_000) == 44_928 // 4  # the window's cap
+    assert handoff_tokens(92_928, 4_000_000) == 14_000  # the absolute cap
+    assert handoff_tokens(44_928, 4_000_000) == int(44_928 / 3.5)  # the window's cap
+    assert handoff_room(92_928) == 14_000
+    # what the system prompt, the tail and its sections leave of 57% of the threshold
+    assert handoff_room(44_928, kept_tokens=20_000) == int(44_928 * 0.57) - 20_000
     # little room left after the system prompt and the tail: the handoff shrinks, to a floor
     assert handoff_tokens(20_928, 400_000, kept_tokens=11_000) == (20_928 // 24) * 2
 
@@ -246,11 +249,11 @@ def test_a_short_note_beside_a_tool_call_is_narration() -> None:
 
 
 def test_handoff_budget_follows_the_facts_when_the_history_says_more_per_token() -> None:
-    # 60K tokens of history is a 34th: 1,764 tokens; 30K tokens of facts deserve more
+    # 60K tokens of history is a 34th: 1,764 tokens; 20K tokens of facts deserve half of them
     assert handoff_tokens(92_928, 60_000) == 92_928 // 24
-    assert handoff_tokens(92_928, 60_000, fact_tokens=30_000) == 10_000
+    assert handoff_tokens(92_928, 60_000, fact_tokens=20_000) == 10_000
     # still within the window's caps
-    assert handoff_tokens(92_928, 60_000, fact_tokens=300_000) == 12_000
+    assert handoff_tokens(92_928, 60_000, fact_tokens=300_000) == 14_000
     assert handoff_tokens(20_928, 60_000, kept_tokens=11_000, fact_tokens=30_000) == 1_744
 
 
