@@ -346,7 +346,10 @@ class Summarizer(ABC):
     context_length: int | None = None
     #: True only for a summarizer that runs in this process and sends its input nowhere
     #: (the offline ``deterministic`` one): the host then hands it the input unredacted,
-    #: since nothing leaves. Every other summarizer sees redacted input.
+    #: since nothing leaves. Every other summarizer sees redacted input. The default engine
+    #: may ask such a summarizer once more, with a smaller ``max_output_tokens``, when its
+    #: handoff takes more real tokens than the window leaves (not when the result reports
+    #: a model's ``usage``)
     in_process: bool = False
     #: True when this summarizer asks to be used while ``compression.summarizer`` is empty
     #: (the ``openai`` one does once its endpoint and model are configured); the first such

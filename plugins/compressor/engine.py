@@ -102,7 +102,8 @@ from .summary_input import SummaryInput, build_summary_input
 SUMMARY_PROMPT_OVERHEAD = 2_000
 #: the handoff's size: HANDOFF_RATE of the history it stands for, between
 #: 1/HANDOFF_FLOOR and 1/HANDOFF_CAP of the threshold, and at most HANDOFF_MAX tokens
-#: (real tokens: an in-process summarizer's handoff is refitted, :meth:`_Work._fitted`)
+#: (the room in real tokens: an in-process summarizer's handoff is refitted,
+#: :meth:`_Work._fitted`)
 HANDOFF_RATE = 1 / 34
 #: ... or up to DIALOGUE_RATE of it while the conversation's own words are larger
 DIALOGUE_RATE = 1 / 16
@@ -113,7 +114,8 @@ HANDOFF_MAX = 14_000
 FACT_SHARE = 1 / 2
 #: after a compaction the view should take at most this share of the threshold
 AFTER_TARGET = 0.57
-#: an in-process summarizer's handoff this much over its token budget is written again
+#: an in-process summarizer's handoff this much over its room (:func:`handoff_room`)
+#: is written again
 REFIT_SLACK = 0.02
 
 
@@ -313,8 +315,6 @@ class _Work:
         self.fallback_used = False
         self.usage: Usage | None = None
         self.facts: list[HandoffFact] = []
-        #: the tail was planned again in less room (:meth:`_fitted_plan`)
-        self.replanned = False
 
     def count(self, message: Message) -> int:
         return self.host.count_message(message)
@@ -446,7 +446,8 @@ class _Work:
         and each compaction buys little room. The room is then scaled down in
         proportion, so the tail shrinks and the handoff keeps its floor (down to
         the tail's last group when the system prompt and head leave no room at
-        all); the handoff's own bound then counts the tail's sections too.
+        all). The handoff's room counts the tail's sections in every case
+        (:func:`handoff_room`).
         """
         plan = self._tail_plan(rest)
         threshold = self.settings.threshold_tokens
@@ -463,7 +464,6 @@ class _Work:
         # the tail keeps its last group only: the strategy's suffix never goes below it
         room = max(1, threshold - self.request.system_tokens)
         smaller = max(1, room * max(0, allowed) // tail_tokens)
-        self.replanned = True
         self.notes.append(
             f"tail planned again in {smaller} of {room} tokens of room: the handoff keeps its floor"
         )
@@ -543,6 +543,7 @@ class _Work:
             None if dialogue is None else dialogue - sections_tokens,
         )
         room = handoff_room(settings.threshold_tokens, kept_tokens)
+        own_titles = {section.title for section in plan.extra_sections}
 
         def run(budget: int) -> SummaryResult:
             return _checked(
@@ -550,20 +551,19 @@ class _Work:
             )
 
         try:
-            result = self._fitted(run, summarizer, max_output, room)
+            result = self._fitted(run, summarizer, max_output, room, own_titles)
         except SummarizerError as error:
             self._fail(error)
-            result = self._fallback(middle, previous, max_output, room, error)
+            result = self._fallback(middle, previous, max_output, room, own_titles, error)
         except Exception as exc:  # a third-party summarizer's bug: a non-aborting failure
             bug = SummarizerError(
                 "other", f"{type(exc).__name__}: {exc}", summarizer=summarizer.name
             )
             self._fail(bug)
-            result = self._fallback(middle, previous, max_output, room, bug)
+            result = self._fallback(middle, previous, max_output, room, own_titles, bug)
         else:
             self.state.record_summary_success()
         summary = result.summary.model_copy(deep=True)
-        own_titles = {section.title for section in plan.extra_sections}
         summary.extra = [s for s in summary.extra if s.title not in own_titles]
         summary.extra.extend(plan.extra_sections)
         summary.summarizer = result.summarizer or summarizer.name
@@ -578,27 +578,52 @@ class _Work:
         summarizer: Summarizer,
         max_output: int,
         room: int,
+        replaced: set[str],
     ) -> SummaryResult:
         """``run(max_output)``, written again in a smaller budget when an in-process
         summarizer's handoff takes more tokens than the window leaves it (``room``,
-        :func:`handoff_room`).
+        :func:`handoff_room`; the room is an upper bound, a handoff over its budget but
+        within the room stands).
 
         A summarizer that calls no model sizes its text in characters (about four a
         token); code, paths and logs take more tokens a character, so its handoff can
         overshoot, and the view after the compaction the share of the threshold it
         should leave free. Such a summarizer costs no call, so it runs once more in
-        the budget cut by the excess (``max_output * room // tokens``). A model's
-        handoff is bounded by its own output limit and is never asked twice.
+        the budget cut by the excess (``max_output * room // tokens``). A handoff that
+        reports a model's usage, or comes from a summarizer that is not in process, is
+        bounded by the model's own output limit and never asked twice. The handoff is
+        measured as the view will hold it: without its sections titled like the tail
+        strategy's (``replaced``), which the tail's own replace and which the room
+        already left out. When the second run fails, the first handoff stands.
         """
         result = run(max_output)
-        if not summarizer.in_process:
+        if not summarizer.in_process or result.usage is not None:
             return result
-        tokens = self.count(Message(role="user", content=result.summary.render()))
+        shown = result.summary.model_copy(
+            update={"extra": [s for s in result.summary.extra if s.title not in replaced]}
+        )
+        tokens = self.count(Message(role="user", content=shown.render()))
         if tokens <= room * (1 + REFIT_SLACK):
             return result
         smaller = max(1, max_output * room // tokens)
+        noted = len(self.notes)
+        failure: Exception | None = None
+        try:
+            again = run(smaller)
+        except Exception as exc:  # the first handoff is a good one: it stands
+            failure = exc
+        # the run's own remarks (the input bound, the chunks) are said once
+        added = self.notes[noted:]
+        del self.notes[noted:]
+        self.notes.extend(note for note in added if note not in self.notes)
+        if failure is not None:
+            self.notes.append(
+                f"handoff kept at {tokens} tokens of {room}: writing it again in {smaller} "
+                f"failed ({type(failure).__name__}: {failure})"
+            )
+            return result
         self.notes.append(f"handoff written again in {smaller} tokens: it took {tokens} of {room}")
-        return run(smaller)
+        return again
 
     def _fail(self, error: SummarizerError) -> None:
         seconds = self.state.record_summary_failure(self.engine._clock(), self.engine.settings)
@@ -619,6 +644,7 @@ class _Work:
         previous: HandoffSummary | None,
         max_output: int,
         room: int,
+        replaced: set[str],
         error: SummarizerError,
     ) -> SummaryResult:
         name = self.engine.fallback_summarizer
@@ -634,7 +660,7 @@ class _Work:
             )
 
         try:
-            result = self._fitted(run, fallback, max_output, room)
+            result = self._fitted(run, fallback, max_output, room, replaced)
         except SummarizerError as second:
             raise _Aborted(
                 f"summary failed ({error.kind}) and fallback {name!r} failed too: {second}"

@@ -23,6 +23,7 @@ from hermes_hookspecs import (
     SelectRequest,
     StoredMessage,
     Summarizer,
+    SummarizerError,
     SummaryRequest,
     SummaryResult,
     ToolCall,
@@ -234,7 +235,7 @@ def test_a_large_system_prompt_shrinks_the_tail_so_the_view_buys_room() -> None:
 
 
 def test_a_system_prompt_that_fills_the_target_leaves_the_tail_its_last_group() -> None:
-    # the system prompt alone is past 55% of the trigger: nothing is left for a tail band,
+    # the system prompt alone is past 57% of the trigger: nothing is left for a tail band,
     # so the tail keeps its last round only (the view used to keep the whole band and end
     # near 70% of the trigger)
     from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
@@ -672,6 +673,30 @@ def test_an_in_process_handoff_over_its_room_is_written_again_in_a_smaller_budge
     result = engine.compress(request(session(turns=30), settings))
     assert result.status == "compressed", result.reason
     assert len(remote.budgets) == 1
+
+
+class _WordyOnce(_Wordy):
+    """Its first handoff overshoots; writing it again fails."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        if self.budgets:
+            raise SummarizerError("malformed", "no second draft", summarizer=self.name)
+        return super().summarize(request)
+
+
+def test_a_failed_second_run_keeps_the_first_handoff_and_the_remarks_are_said_once() -> None:
+    once = _WordyOnce(in_process=True)
+    engine = ContextCompressor(clock=Clock())
+    tail = LeanTail(LeanTailSettings(lean_tail_min_tokens=500, lean_tail_max_tokens=1_000))
+    engine.bind(PluginHost(summarizers=[once], tails=[tail]))
+    settings = settings_for(4_000, summarizer=once.name, tail="lean", summary_input_tokens=2_000)
+    result = engine.compress(request(session(turns=30), settings))
+    assert result.status == "compressed", result.reason
+    assert not result.fallback_used and result.summarizer == once.name
+    assert any(note.startswith("handoff kept at ") for note in result.notes)
+    assert len(result.notes) == len(set(result.notes)), result.notes
+    status = engine.status("s1", 4_000)
+    assert status.cooldown_until is None and status.failures == 0
 
 
 def test_the_view_after_a_compaction_stays_within_its_target_share_of_the_threshold() -> None:
