@@ -27,11 +27,14 @@ kept as they are):
    middle, then the tail. The summary is a typed record:
    ``Message(role="user", kind="summary", summary=HandoffSummary(...),
    content=summary.render())`` - fenced by explicit begin/end markers and
-   marked reference-only. When the result still exceeds 80% of the trigger
-   (one huge tool output in the latest round), the largest tool outputs of
-   the tail are cut to a head-and-end excerpt naming ``message id N`` of the
-   full output (:func:`.prune.fit_tail`); without this a session whose tail
-   alone overflows could never get back under its trigger.
+   marked reference-only. When the result still exceeds ``FIT_RATIO`` (55%)
+   of the trigger (one huge tool output in the latest round, or a call that
+   wrote a patch or a whole file), the largest tool outputs of the tail are
+   cut to a head-and-end excerpt and the largest calls' long string arguments
+   cut, each naming the stored message that holds them whole
+   (:func:`.prune.fit_tail`); without this a session whose tail alone
+   overflows could never get back under its trigger, or a compaction would
+   buy little room.
 
 **Repair rule** (:mod:`.repair`), applied to the reassembled list:
 
@@ -389,7 +392,7 @@ class _Work:
             [it.source_id for it in to_summarize],
             [it.stored.annotations if it.stored is not None else None for it in to_summarize],
         )
-        # the tail's long tool outputs yield to the handoff: fit_tail cuts them to excerpts
+        # the tail's long tool outputs and calls yield to the handoff: fit_tail cuts them
         # (pointer included) when the view would be over its limit
         limit = int(settings.threshold_tokens * FIT_RATIO)
         kept = (
@@ -415,7 +418,7 @@ class _Work:
         out = self._repair(out, items)
         tail_from = len(out) - len(tail)
         if fit_tail(out, tail_from, limit, self.count):
-            self.notes.append("cut oversized tool output in the tail to excerpts to fit")
+            self.notes.append("cut oversized tool traffic in the tail to excerpts to fit")
         tokens_after = sum(item.tokens for item in out)
         if tokens_after >= self.tokens_before:
             self.not_smaller = True

@@ -230,19 +230,40 @@ def fit_share(limit: int) -> int:
     return max(256, limit // 8)
 
 
+def _fits(item: Item, per_message: int) -> bool:
+    """Whether :func:`fit_tail` may cut ``item``: a tool output, or a call whose arguments
+    (a patch, a file written whole) are longer than a tool output's share."""
+    message = item.message
+    if message.kind != "message" or item.tokens <= per_message:
+        return False
+    return message.role == "tool" or (message.role == "assistant" and bool(message.tool_calls))
+
+
+def _fitted(item: Item, per_message: int) -> int:
+    """The tokens ``item`` takes at most once :func:`fit_tail` cut it (``item.tokens`` when
+    it is not cut)."""
+    if not _fits(item, per_message):
+        return item.tokens
+    message = item.message
+    if message.role == "tool":
+        return min(item.tokens, per_message)
+    keep = per_message * 3
+    calls = sum(
+        min(len(call.function.name) + len(call.function.arguments), keep) // 3 + 8
+        for call in message.tool_calls or ()
+    )
+    return min(item.tokens, len(message.text()) // 3 + calls + 8)
+
+
 def fitted_tokens(items: Sequence[Item], limit: int) -> int:
-    """The least :func:`fit_tail` can bring ``items`` to: every long tool output cut to its share.
+    """The least :func:`fit_tail` can bring ``items`` to: every long tool output and every
+    long call's arguments cut to their share.
 
     What the tail really claims of the view: when the view would be over
-    ``limit``, its largest tool outputs are cut to excerpts first.
+    ``limit``, its largest tool outputs and calls are cut to excerpts first.
     """
     per_message = fit_share(limit)
-    return sum(
-        min(item.tokens, per_message)
-        if item.message.role == "tool" and item.message.kind == "message"
-        else item.tokens
-        for item in items
-    )
+    return sum(_fitted(item, per_message) for item in items)
 
 
 def fit_tail(
@@ -251,36 +272,51 @@ def fit_tail(
     limit: int,
     recount: Callable[[Message], int],
 ) -> int:
-    """Cut the largest tool outputs from ``items[start:]`` to excerpts until the view fits.
+    """Cut the largest tool outputs and call arguments of ``items[start:]`` to excerpts
+    until the view fits.
 
     Used only when the verbatim tail alone overflows ``limit`` (one huge tool
-    output in the latest round): without it a compression could not get the
-    session under its trigger, and the breaker would stop compressing while the
-    session kept growing. Returns how many messages were cut.
+    output in the latest round, or a patch or a file the agent wrote whole):
+    without it a compression could not get the session under its trigger, and
+    the breaker would stop compressing while the session kept growing, or it
+    would buy little room. A tool output keeps its head and its end; a call keeps
+    its JSON keys, its long string values cut (:func:`cut_arguments`). Both name
+    the stored message that holds them whole. Returns how many messages were cut.
     """
     total = sum(item.tokens for item in items)
     if total <= limit:
         return 0
     per_message = fit_share(limit)
     candidates = sorted(
-        (
-            i
-            for i in range(start, len(items))
-            if items[i].message.role == "tool"
-            and items[i].message.kind == "message"
-            and items[i].tokens > per_message
-        ),
+        (i for i in range(start, len(items)) if _fits(items[i], per_message)),
         key=lambda i: items[i].tokens,
         reverse=True,
     )
+    keep = per_message * 3  # about three characters a token in tool traffic
     changed = 0
     for index in candidates:
         if total <= limit:
             break
         item = items[index]
-        text = item.message.text()
-        keep = per_message * 3  # about three characters a token in tool output
-        new = item.message.model_copy(update={"content": excerpt(text, keep, item.recovery_id)})
+        message = item.message
+        if message.role == "tool":
+            new = message.model_copy(
+                update={"content": excerpt(message.text(), keep, item.recovery_id)}
+            )
+        else:
+            calls = [
+                call
+                if len(call.function.arguments) <= keep
+                else ToolCall(
+                    id=call.id,
+                    function=ToolFunction(
+                        name=call.function.name,
+                        arguments=cut_arguments(call.function.arguments, keep, item.recovery_id),
+                    ),
+                )
+                for call in message.tool_calls or ()
+            ]
+            new = message.model_copy(update={"tool_calls": calls})
         tokens = recount(new)
         if tokens >= item.tokens:
             continue

@@ -594,6 +594,39 @@ def test_a_huge_tool_output_in_the_tail_is_cut_to_an_excerpt_so_the_view_fits(
     assert not sequence_problems(out_messages(result))
 
 
+def test_a_huge_patch_in_the_tail_is_cut_so_the_compaction_buys_room(
+    engine: ContextCompressor, host: PluginHost
+) -> None:
+    # the latest round wrote a file whole: the call's arguments, not a tool output, fill the
+    # tail; left whole the view after the compaction stayed near the trigger
+    from hermes_plugin_compressor.engine import AFTER_TARGET
+
+    messages = session(turns=6, output_chars=2_000)[:-1]
+    body = "".join(f"func f{i}() int {{ return {i} }}\n" for i in range(2_500))
+    patch = json.dumps({"path": "engine.go", "content": body + "// END-OF-ENGINE\n"})
+    messages += [
+        Message(
+            role="assistant",
+            content="Rewriting the engine",
+            tool_calls=[ToolCall(id="w", function=ToolFunction(name="write", arguments=patch))],
+        ),
+        Message(role="tool", tool_call_id="w", content="wrote engine.go"),
+    ]
+    settings = settings_for(8_000, tail="lean")
+    result = engine.compress(request(messages, settings))
+    assert result.status == "compressed", result.reason
+    assert result.tokens_after <= 8_000 * (AFTER_TARGET + 0.05)
+    cut = next(
+        m.message for m in result.messages if any(c.id == "w" for c in m.message.tool_calls or ())
+    )
+    assert cut.tool_calls is not None
+    arguments = json.loads(cut.tool_calls[0].function.arguments)
+    assert arguments["path"] == "engine.go"  # its keys and short values stay
+    assert "chars cut" in arguments["content"]
+    assert f"message_id={len(messages) - 1}" in arguments["_compacted"]
+    assert not sequence_problems(out_messages(result))
+
+
 # -- facts handed to the summarizer, its answer checked ----------------------------------
 
 
