@@ -128,6 +128,24 @@ def cut_arguments(arguments: str, max_chars: int, message_id: int | None) -> str
     return text
 
 
+def cut_calls(message: Message, max_chars: int, message_id: int | None) -> Message:
+    """``message`` with each tool call's arguments longer than ``max_chars`` cut
+    (:func:`cut_arguments`), naming ``message_id`` for the full call."""
+    calls = [
+        call
+        if len(call.function.arguments) <= max_chars
+        else ToolCall(
+            id=call.id,
+            function=ToolFunction(
+                name=call.function.name,
+                arguments=cut_arguments(call.function.arguments, max_chars, message_id),
+            ),
+        )
+        for call in message.tool_calls or ()
+    ]
+    return message.model_copy(update={"tool_calls": calls})
+
+
 def estimate_tokens(message: Message) -> int:
     """An upper estimate of a pruned message's tokens (about three characters a token)."""
     chars = len(message.text()) + sum(
@@ -187,21 +205,7 @@ def prune(
         elif message.role == "assistant" and message.tool_calls:
             limit = settings.max_tool_args_chars
             if any(len(call.function.arguments) > limit for call in message.tool_calls):
-                calls = [
-                    call
-                    if len(call.function.arguments) <= limit
-                    else ToolCall(
-                        id=call.id,
-                        function=ToolFunction(
-                            name=call.function.name,
-                            arguments=cut_arguments(
-                                call.function.arguments, limit, item.recovery_id
-                            ),
-                        ),
-                    )
-                    for call in message.tool_calls
-                ]
-                new = message.model_copy(update={"tool_calls": calls})
+                new = cut_calls(message, limit, item.recovery_id)
         if new is not None:
             item.message = new
             item.tokens = recount(new) if index < exact_until else estimate_tokens(new)
@@ -304,19 +308,7 @@ def fit_tail(
                 update={"content": excerpt(message.text(), keep, item.recovery_id)}
             )
         else:
-            calls = [
-                call
-                if len(call.function.arguments) <= keep
-                else ToolCall(
-                    id=call.id,
-                    function=ToolFunction(
-                        name=call.function.name,
-                        arguments=cut_arguments(call.function.arguments, keep, item.recovery_id),
-                    ),
-                )
-                for call in message.tool_calls or ()
-            ]
-            new = message.model_copy(update={"tool_calls": calls})
+            new = cut_calls(message, keep, item.recovery_id)
         tokens = recount(new)
         if tokens >= item.tokens:
             continue
