@@ -31,7 +31,7 @@ kept as they are):
    of the trigger (one huge tool output in the latest round, or a call that
    wrote a patch or a whole file), the largest tool outputs of the tail are
    cut to a head-and-end excerpt and the largest calls' long string arguments
-   cut, each naming the stored message that holds them whole
+   cut, each naming the stored message that holds them whole when it has one
    (:func:`.prune.fit_tail`); without this a session whose tail alone
    overflows could never get back under its trigger, or a compaction would
    buy little room.
@@ -398,7 +398,7 @@ class _Work:
         kept = (
             request.system_tokens
             + sum(it.tokens for it in [*system, *body[:head_end], *carried_items])
-            + fitted_tokens(tail, limit)
+            + fitted_tokens(tail, limit, self.count)
             + (last_user.tokens if carry_user and last_user is not None else 0)
         )
         # the tail strategy's sections (identifier index, ...) join the handoff's message:
@@ -416,7 +416,9 @@ class _Work:
             out.append(last_user)
         out.extend(tail)
         out = self._repair(out, items)
-        tail_from = len(out) - len(tail)
+        # the tail's first item (repair may have dropped or stubbed items before it)
+        in_tail = {id(item) for item in tail}
+        tail_from = next((i for i, item in enumerate(out) if id(item) in in_tail), len(out))
         if fit_tail(out, tail_from, limit, self.count):
             self.notes.append("cut oversized tool traffic in the tail to excerpts to fit")
         tokens_after = sum(item.tokens for item in out)

@@ -119,8 +119,7 @@ def cut_arguments(arguments: str, max_chars: int, message_id: int | None) -> str
         if not isinstance(cut, dict):
             cut = {"value": cut}
         pointer = recovery_pointer(message_id)
-        if pointer:
-            cut["_compacted"] = f"arguments cut; full call: {pointer}"
+        cut["_compacted"] = f"arguments cut; full call: {pointer}" if pointer else "arguments cut"
         text = json.dumps(cut, ensure_ascii=False)
         if len(text) <= max_chars or limit <= 40:
             return text
@@ -236,38 +235,51 @@ def fit_share(limit: int) -> int:
 
 def _fits(item: Item, per_message: int) -> bool:
     """Whether :func:`fit_tail` may cut ``item``: a tool output, or a call whose arguments
-    (a patch, a file written whole) are longer than a tool output's share."""
+    (a patch, a file written whole) are longer than a tool output's share. A call that
+    carries an opaque provider item is left alone: what the provider is sent is that item,
+    which a cut of the arguments would not shorten."""
     message = item.message
     if message.kind != "message" or item.tokens <= per_message:
         return False
-    return message.role == "tool" or (message.role == "assistant" and bool(message.tool_calls))
+    if message.role == "tool":
+        return True
+    return message.role == "assistant" and bool(message.tool_calls) and not message.provider_item
 
 
-def _fitted(item: Item, per_message: int) -> int:
-    """The tokens ``item`` takes at most once :func:`fit_tail` cut it (``item.tokens`` when
-    it is not cut)."""
-    if not _fits(item, per_message):
-        return item.tokens
+def _cut(item: Item, keep: int) -> Message:
+    """``item``'s message as :func:`fit_tail` cuts it (``keep`` characters a piece)."""
     message = item.message
     if message.role == "tool":
-        return min(item.tokens, per_message)
-    keep = per_message * 3
-    calls = sum(
-        min(len(call.function.name) + len(call.function.arguments), keep) // 3 + 8
-        for call in message.tool_calls or ()
-    )
-    return min(item.tokens, len(message.text()) // 3 + calls + 8)
+        return message.model_copy(
+            update={"content": excerpt(message.text(), keep, item.recovery_id)}
+        )
+    return cut_calls(message, keep, item.recovery_id)
 
 
-def fitted_tokens(items: Sequence[Item], limit: int) -> int:
-    """The least :func:`fit_tail` can bring ``items`` to: every long tool output and every
-    long call's arguments cut to their share.
+def fitted_tokens(
+    items: Sequence[Item], limit: int, recount: Callable[[Message], int] | None = None
+) -> int:
+    """About the least :func:`fit_tail` can bring ``items`` to: every long tool output cut
+    to its share, and (with ``recount``) every long call counted as cut.
 
-    What the tail really claims of the view: when the view would be over
-    ``limit``, its largest tool outputs and calls are cut to excerpts first.
+    What the tail really claims of the view: when the view would be over ``limit``,
+    its largest tool outputs and calls are cut to excerpts first. A call is counted
+    cut exactly (a call of many short strings or lists shortens little, or not at
+    all); without ``recount`` it counts whole.
     """
     per_message = fit_share(limit)
-    return sum(_fitted(item, per_message) for item in items)
+    keep = per_message * 3
+    total = 0
+    for item in items:
+        if not _fits(item, per_message):
+            total += item.tokens
+        elif item.message.role == "tool":
+            total += min(item.tokens, per_message)
+        elif recount is None:
+            total += item.tokens
+        else:
+            total += min(item.tokens, recount(_cut(item, keep)))
+    return total
 
 
 def fit_tail(
@@ -284,8 +296,10 @@ def fit_tail(
     without it a compression could not get the session under its trigger, and
     the breaker would stop compressing while the session kept growing, or it
     would buy little room. A tool output keeps its head and its end; a call keeps
-    its JSON keys, its long string values cut (:func:`cut_arguments`). Both name
-    the stored message that holds them whole. Returns how many messages were cut.
+    its JSON keys, its long string values cut (:func:`cut_arguments`); a cut that
+    would not make the message smaller is not made. Both name the stored message
+    that holds them whole, when it has one (a turn's draft row has none yet).
+    Returns how many messages were cut.
     """
     total = sum(item.tokens for item in items)
     if total <= limit:
@@ -302,13 +316,7 @@ def fit_tail(
         if total <= limit:
             break
         item = items[index]
-        message = item.message
-        if message.role == "tool":
-            new = message.model_copy(
-                update={"content": excerpt(message.text(), keep, item.recovery_id)}
-            )
-        else:
-            new = cut_calls(message, keep, item.recovery_id)
+        new = _cut(item, keep)
         tokens = recount(new)
         if tokens >= item.tokens:
             continue

@@ -616,6 +616,7 @@ def test_a_huge_patch_in_the_tail_is_cut_so_the_compaction_buys_room(
     result = engine.compress(request(messages, settings))
     assert result.status == "compressed", result.reason
     assert result.tokens_after <= 8_000 * (AFTER_TARGET + 0.05)
+    assert any(note.startswith("cut oversized tool traffic") for note in result.notes)
     cut = next(
         m.message for m in result.messages if any(c.id == "w" for c in m.message.tool_calls or ())
     )
@@ -625,6 +626,36 @@ def test_a_huge_patch_in_the_tail_is_cut_so_the_compaction_buys_room(
     assert "chars cut" in arguments["content"]
     assert f"message_id={len(messages) - 1}" in arguments["_compacted"]
     assert not sequence_problems(out_messages(result))
+
+
+@pytest.mark.parametrize("shape", ["a file written whole", "many small edits"])
+def test_the_room_a_call_in_the_tail_claims_is_what_fit_tail_leaves_of_it(shape: str) -> None:
+    # the handoff is sized against what the tail keeps once fitted: a call of one long
+    # string shrinks to its share; one of many short strings cannot, and counts whole
+    from hermes_plugin_compressor.items import Item
+    from hermes_plugin_compressor.prune import fit_tail, fitted_tokens
+
+    host = PluginHost()
+    if shape == "a file written whole":
+        arguments = json.dumps({"path": "a.go", "content": "x := 1\n" * 8_000})
+    else:
+        edits = [{"old": f"v{i}", "new": f"w{i}"} for i in range(1_500)]
+        arguments = json.dumps({"path": "a.go", "edits": edits})
+    call_message = Message(
+        role="assistant",
+        content="Writing",
+        tool_calls=[ToolCall(id="w", function=ToolFunction(name="write", arguments=arguments))],
+    )
+    stored = rows([call_message, Message(role="tool", tool_call_id="w", content="ok")])
+    items = [
+        Item(message=r.message, tokens=host.count_message(r.message), stored=r) for r in stored
+    ]
+    limit = 2_000
+    claimed = fitted_tokens(items, limit, host.count_message)
+    fit_tail(items, 0, limit, host.count_message)
+    assert claimed == sum(item.tokens for item in items)
+    if shape == "many small edits":
+        assert not items[0].changed  # a cut would not have made it smaller
 
 
 # -- facts handed to the summarizer, its answer checked ----------------------------------
