@@ -129,19 +129,19 @@ def cut_arguments(arguments: str, max_chars: int, message_id: int | None) -> str
 
 def cut_calls(message: Message, max_chars: int, message_id: int | None) -> Message:
     """``message`` with each tool call's arguments longer than ``max_chars`` cut
-    (:func:`cut_arguments`), naming ``message_id`` for the full call."""
-    calls = [
-        call
-        if len(call.function.arguments) <= max_chars
-        else ToolCall(
-            id=call.id,
-            function=ToolFunction(
-                name=call.function.name,
-                arguments=cut_arguments(call.function.arguments, max_chars, message_id),
-            ),
-        )
-        for call in message.tool_calls or ()
-    ]
+    (:func:`cut_arguments`), naming ``message_id`` for the full call. A call whose cut
+    would not be shorter (many short strings and lists, which :func:`cut_arguments`
+    cannot shorten, each string over its limit gaining a marker) keeps its arguments."""
+    calls: list[ToolCall] = []
+    for call in message.tool_calls or ():
+        arguments = call.function.arguments
+        if len(arguments) > max_chars:
+            cut = cut_arguments(arguments, max_chars, message_id)
+            if len(cut) < len(arguments):
+                call = ToolCall(
+                    id=call.id, function=ToolFunction(name=call.function.name, arguments=cut)
+                )
+        calls.append(call)
     return message.model_copy(update={"tool_calls": calls})
 
 

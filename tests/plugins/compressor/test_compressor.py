@@ -182,6 +182,27 @@ def test_cut_arguments_stays_json_with_keys_and_pointer() -> None:
     assert "session_open(message_id=17)" in data["_compacted"]
 
 
+def test_a_call_whose_cut_would_be_longer_keeps_its_arguments() -> None:
+    # many strings a little over the cut's limit: each would gain a marker longer than
+    # what it loses, so the cut would grow the call (the view's tokens with it)
+    from hermes_plugin_compressor.prune import cut_calls
+
+    edits = json.dumps({"edits": [{"old": "a" * 45, "new": "b" * 45} for _ in range(300)]})
+    long = json.dumps({"path": "a.go", "content": "x" * 10_000})
+    message = Message(
+        role="assistant",
+        content=None,
+        tool_calls=[
+            ToolCall(id="e", function=ToolFunction(name="edit", arguments=edits)),
+            ToolCall(id="w", function=ToolFunction(name="write", arguments=long)),
+        ],
+    )
+    cut = cut_calls(message, 2_000, 7)
+    assert cut.tool_calls is not None
+    assert cut.tool_calls[0].function.arguments == edits
+    assert len(cut.tool_calls[1].function.arguments) <= 2_000
+
+
 def test_prune_collapses_duplicates_and_placeholders_name_tool_and_pointer(
     engine: ContextCompressor,
 ) -> None:
