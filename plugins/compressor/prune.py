@@ -215,6 +215,8 @@ def prune(
 
 #: after reassembly the view must sit under this share of the trigger, or the tail is fitted
 FIT_RATIO = 0.55
+#: a fitted piece keeps this many characters per token of its share (tool traffic is dense)
+FIT_CHARS_PER_TOKEN = 3
 
 
 def excerpt(text: str, keep_chars: int, message_id: int | None) -> str:
@@ -256,29 +258,24 @@ def _cut(item: Item, keep: int) -> Message:
     return cut_calls(message, keep, item.recovery_id)
 
 
-def fitted_tokens(
-    items: Sequence[Item], limit: int, recount: Callable[[Message], int] | None = None
-) -> int:
+def fitted_tokens(items: Sequence[Item], limit: int, recount: Callable[[Message], int]) -> int:
     """About the least :func:`fit_tail` can bring ``items`` to: every long tool output cut
-    to its share, and (with ``recount``) every long call counted as cut.
+    to its share, every long call counted as cut.
 
     What the tail really claims of the view: when the view would be over ``limit``,
     its largest tool outputs and calls are cut to excerpts first. A call is counted
-    cut exactly (a call of many short strings or lists shortens little, or not at
-    all); without ``recount`` it counts whole.
+    cut exactly, with ``recount`` (a call of many short strings or lists shortens
+    little, or not at all).
     """
     per_message = fit_share(limit)
-    keep = per_message * 3
     total = 0
     for item in items:
         if not _fits(item, per_message):
             total += item.tokens
         elif item.message.role == "tool":
             total += min(item.tokens, per_message)
-        elif recount is None:
-            total += item.tokens
         else:
-            total += min(item.tokens, recount(_cut(item, keep)))
+            total += min(item.tokens, recount(_cut(item, per_message * FIT_CHARS_PER_TOKEN)))
     return total
 
 
@@ -310,7 +307,7 @@ def fit_tail(
         key=lambda i: items[i].tokens,
         reverse=True,
     )
-    keep = per_message * 3  # about three characters a token in tool traffic
+    keep = per_message * FIT_CHARS_PER_TOKEN
     changed = 0
     for index in candidates:
         if total <= limit:
