@@ -16,7 +16,7 @@ nothing, so the host can fall back to the local engine.
 
 Settings (``[compaction.codex]``), all optional except ``codex_home`` when no
 client is injected: ``enabled``, ``binary``, ``codex_home``, ``home``,
-``cwd``, ``env``, ``config_overrides``, ``timeout_s``, ``resume``,
+``cwd``, ``env``, ``config_overrides``, ``timeout_s``, ``start_timeout_s``, ``resume``,
 ``runtime`` (a :class:`CodexRuntimeConfig` table written to
 ``codex_home/config.toml`` before start; leave it out to use the config
 already there).
@@ -75,6 +75,11 @@ class CodexBackendSettings(SettingsSection):
         default_factory=list, description="codex -c key=value overrides."
     )
     timeout_s: float = Field(default=300.0, gt=0, description="One compaction's time limit, s.")
+    start_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long a starting app-server may take to answer initialize, s.",
+    )
     resume: bool = Field(default=True, description="thread/resume before compacting")
     runtime: CodexRuntimeConfig | None = Field(
         default=None, description="The config.toml written into a private CODEX_HOME."
@@ -104,6 +109,7 @@ class CodexBackendSettings(SettingsSection):
             cwd=self.cwd,
             env=self.env,
             config_overrides=self.config_overrides,
+            start_timeout_s=self.start_timeout_s,
         )
 
 
@@ -198,7 +204,7 @@ class CodexCompactionBackend(CompactionBackend):
     def _client(self, cfg: CodexBackendSettings) -> CodexAppServer:
         if self._injected is not None:
             return self._injected
-        key = cfg.model_dump_json(exclude={"enabled", "timeout_s", "resume"})
+        key = cfg.model_dump_json(exclude={"enabled", "timeout_s", "start_timeout_s", "resume"})
         with self._lock:
             if self._owned is not None and (self._owned_key != key or not self._owned.alive):
                 self._owned.close()

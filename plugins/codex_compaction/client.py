@@ -129,7 +129,12 @@ class CodexAppServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> InitializeResult:
-        """Spawn the process and run the ``initialize`` / ``initialized`` handshake."""
+        """Spawn the process and run the ``initialize`` / ``initialized`` handshake.
+
+        ``initialize`` waits up to ``start_timeout_s`` (a cold start of the binary
+        can take far longer than any later request, ``request_timeout_s``); on any
+        failure the process is closed again.
+        """
         if self._proc is not None:
             raise CodexProtocolError("codex app-server client already started")
         binary = self._resolve_binary()
@@ -173,7 +178,11 @@ class CodexAppServer:
             reader.start()
         try:
             info = ClientInfo(name=s.client_name, version=s.client_version)
-            result = self.request("initialize", {"clientInfo": info.model_dump(by_alias=True)})
+            result = self.request(
+                "initialize",
+                {"clientInfo": info.model_dump(by_alias=True)},
+                timeout=s.start_timeout_s,
+            )
             self.notify("initialized")
         except BaseException:
             self.close()

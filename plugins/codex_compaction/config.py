@@ -105,7 +105,17 @@ class CodexLaunchSettings(BaseModel):
     config_overrides: list[str] = Field(
         default_factory=list, description="Extra '-c key=value' arguments."
     )
-    request_timeout_s: float = Field(default=30.0, gt=0)
+    request_timeout_s: float = Field(
+        default=30.0, gt=0, description="How long one request waits for its reply, s."
+    )
+    start_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description=(
+            "How long the first request (initialize) waits, s: a cold start of the binary "
+            "on a loaded machine can take longer than any later request."
+        ),
+    )
     client_name: str = "hermes-core"
     client_version: str = "0.1.0"
 

@@ -43,6 +43,7 @@ from hermes_hookspecs import (
 from hermes_hookspecs.compaction import render_for_summary
 from hermes_plugin_codex_compaction import (
     CodexAppServer,
+    CodexBackendSettings,
     CodexBinaryNotFoundError,
     CodexCompactionBackend,
     CodexCompactionFailed,
@@ -442,7 +443,7 @@ def test_backend_without_codex_home_is_a_config_error() -> None:
 # --------------------------------------------------------------------------- stand-in codex
 
 STAND_IN = r"""
-import json, os, sys
+import json, os, sys, time
 
 MODE = os.environ["FAKE_CODEX_MODE"]
 THREAD = "01a228b2-0000-7000-8000-000000000001"
@@ -467,6 +468,8 @@ for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
     if method == "initialize":
+        if MODE == "slow_start":
+            time.sleep(1.5)
         garbage("this is not json")
         garbage("[1, 2, 3]")
         garbage('{"neither": "id nor method"}')
@@ -566,6 +569,33 @@ def test_no_reply_times_out(tmp_path: Path, stand_in: Path) -> None:
             client.run_turn(thread.id, "hello", timeout=0.5)
         assert time.monotonic() - started < 5
         assert client.alive
+
+
+def test_a_slow_start_waits_for_start_timeout_not_request_timeout(
+    tmp_path: Path, stand_in: Path
+) -> None:
+    # the stand-in answers initialize after 1.5 s: longer than a request may wait
+    waits = {"request_timeout_s": 0.5, "start_timeout_s": 10.0}
+    with stand_in_client(tmp_path, stand_in, "slow_start", **waits) as client:
+        assert client.initialize_result is not None
+        assert client.start_thread().id
+
+
+def test_a_start_past_start_timeout_is_a_clear_error(tmp_path: Path, stand_in: Path) -> None:
+    client = stand_in_client(tmp_path, stand_in, "slow_start", start_timeout_s=0.3)
+    with pytest.raises(CodexTimeoutError, match=r"no reply to 'initialize' within 0.3s"):
+        client.start()
+    assert not client.alive  # the half-started process is closed
+
+
+def test_backend_passes_start_timeout_to_the_launch() -> None:
+    cfg = CodexBackendSettings.parse({"codex_home": "/tmp/x", "start_timeout_s": 7})
+    assert cfg.launch().start_timeout_s == 7
+    assert CodexBackendSettings.parse({"codex_home": "/tmp/x"}).launch().start_timeout_s == 120
+    with pytest.raises(ConfigError, match=r"compaction\.codex\.start_timeout_s"):
+        CodexBackendSettings.parse({"start_timeout_s": 0})
+    launch = CodexLaunchSettings(codex_home=Path("/tmp/x"))
+    assert (launch.request_timeout_s, launch.start_timeout_s) == (30, 120)
 
 
 def test_server_requests_are_declined(tmp_path: Path, stand_in: Path) -> None:
