@@ -19,9 +19,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+import string
+import sys
 import threading
 import weakref
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -99,30 +102,273 @@ def _required(node: Any) -> set[str] | None:
             heads = [_leading(alternative) for alternative in av[1]]
             if previous and all(heads):
                 consider({previous + head for head in heads})
-        # assertions, classes, references...: nothing every match must contain
+        elif op is c.ASSERT:  # a lookahead or lookbehind: the text holds what it asserts
+            consider(_required(av[1]))
+        # negative assertions, classes, references...: nothing every match must contain
     consider({"".join(run)} if run else None)
     return best
+
+
+#: a rule runs only where its literals are when every match starts at most this many
+#: characters before one of them (:func:`anchor`); otherwise over the whole text
+ANCHOR_REACH = 64
+
+
+def _anchor_of(node: Any) -> tuple[set[str], int] | None:
+    """``(literals, reach)``: every match of the parsed ``node`` holds one of ``literals``
+    starting at most ``reach`` characters after the match starts (or None)."""
+    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    best: tuple[set[str], int] | None = None
+
+    def value(literals: set[str], at: int) -> tuple[bool, int, int]:
+        # each occurrence costs a try at ``at + 1`` positions: literals of three or more
+        # characters (rarer), then the nearest to the match's start, then the longest
+        shortest = min(map(len, literals))
+        return shortest >= 3, -at, shortest
+
+    def consider(found: set[str] | None, at: int) -> None:
+        nonlocal best
+        if not found or at > ANCHOR_REACH or min(map(len, found)) < 2:
+            return
+        if best is None or value(found, at) > value(*best):
+            best = (found, at)
+
+    def inner(sub: Any, at: int) -> None:
+        found = _anchor_of(sub)
+        if found is not None:
+            consider(found[0], at + found[1])
+
+    offset = 0  # the most characters the items so far can match
+    run: list[str] = []
+    run_at = 0
+    for op, av in node.data:
+        if op is c.LITERAL:
+            if not run:
+                run_at = offset
+            run.append(chr(av))
+            offset += 1
+            continue
+        if run:
+            consider({"".join(run)}, run_at)
+            run = []
+        if op is c.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            if add_flags or del_flags:  # local flags change how literals match
+                raise _Unsupported
+            inner(sub, offset)
+        elif op is c.ATOMIC_GROUP:
+            inner(av, offset)
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            if av[0] >= 1:  # the first repetition starts here
+                inner(av[2], offset)
+        elif op is c.BRANCH:
+            options = [_anchor_of(alternative) for alternative in av[1]]
+            if all(options):
+                literals = set().union(*(found[0] for found in options if found))
+                consider(literals, offset + max(found[1] for found in options if found))
+        offset += _parser.SubPattern(node.state, [(op, av)]).getwidth()[1]
+        if offset > ANCHOR_REACH:
+            break
+    if run:
+        consider({"".join(run)}, run_at)
+    return best
+
+
+class Literals:
+    """Literal strings searched as a rule's pattern would match them.
+
+    An ASCII literal is found by ``str.find``: without ``IGNORECASE`` in the
+    text, with it in the text case-folded the way the pattern compares
+    (:func:`folded`). A non-ASCII literal under ``IGNORECASE`` is left to the
+    alternation of the literals, searched with the rule's flags. ``str.find``
+    is many times faster than the regular expression engine on an alternation
+    of words.
+    """
+
+    def __init__(self, literals: Iterable[str], flags: int) -> None:
+        words = sorted(set(literals))
+        self.pattern = re.compile("|".join(map(re.escape, words)), flags & ~re.VERBOSE)
+        self.fold = bool(flags & re.IGNORECASE)
+        self._plain = not self.fold or all(word.isascii() for word in words)
+        self._words = tuple(word.lower() for word in words) if self.fold else tuple(words)
+        #: ``(fold, word)`` of each literal as ``str.find`` looks for it (None: the regex does)
+        self.keys = tuple((self.fold, word) for word in self._words) if self._plain else None
+
+    def present(self, text: str, fold: str) -> bool:
+        """Whether ``text`` holds one of the literals (``fold``: :func:`folded` of it)."""
+        if not self._plain:
+            return self.pattern.search(text) is not None
+        haystack = fold if self.fold else text
+        return any(word in haystack for word in self._words)
+
+    def starts(self, text: str, fold: str) -> list[int]:
+        """Every position where one of the literals starts, overlapping ones included, in order."""
+        found: set[int] = set()
+        if not self._plain:
+            match = self.pattern.search(text)
+            while match is not None:
+                found.add(match.start())
+                match = self.pattern.search(text, match.start() + 1)
+            return sorted(found)
+        haystack = fold if self.fold else text
+        for word in self._words:
+            at = haystack.find(word)
+            while at >= 0:
+                found.add(at)
+                at = haystack.find(word, at + 1)
+        return sorted(found)
+
+
+_FOLD: dict[int, int] | None = None
+
+
+def _fold_table() -> dict[int, int]:
+    """Each character that ``IGNORECASE`` matches to an ASCII letter -> that letter, lower
+    case: ``A``-``Z`` and the few others the engine folds (``İ``, ``ı``, ``ſ``, the
+    Kelvin sign), found once by the engine itself."""
+    global _FOLD
+    if _FOLD is None:
+        table = {ord(upper): ord(upper.lower()) for upper in string.ascii_uppercase}
+        others = "".join(map(chr, range(128, sys.maxunicode + 1)))
+        for match in re.finditer("(?i)[a-z]", others):
+            char = match.group()
+            letter = next(a for a in string.ascii_lowercase if re.fullmatch(f"(?i){a}", char))
+            table[ord(char)] = ord(letter)
+        _FOLD = table
+    return _FOLD
+
+
+def folded(text: str) -> str:
+    """``text`` with every character ``IGNORECASE`` matches to an ASCII letter replaced by
+    that letter in lower case, and nothing else changed: as long as ``text``, so a
+    position in one is the same position in the other (what :class:`Literals` searches)."""
+    if text.isascii():
+        return text.lower()
+    table = _fold_table()
+    if any(chr(code) in text for code in table if code > 127):
+        return text.translate(table)
+    # no character outside ASCII folds to an ASCII letter, and none lower-cases to one or
+    # to several (``İ`` is the only one that does, and it is in the table): lower() is it
+    return text.lower()
+
+
+def _parsed(pattern: re.Pattern[str]) -> Any:
+    from re import _parser  # type: ignore[attr-defined]
+
+    return _parser.parse(pattern.pattern, pattern.flags)
+
+
+def anchor(pattern: re.Pattern[str]) -> tuple[Literals, int] | None:
+    """Where a match of ``pattern`` can start: ``(literals, reach)``, or None when unknown.
+
+    Every match holds one of ``literals`` (searched with the pattern's own
+    flags) starting at most ``reach`` characters (at most
+    :data:`ANCHOR_REACH`) after the match's start; so a match can start only
+    in the ``reach`` characters before an occurrence, and :class:`Redactor`
+    tries the pattern there alone instead of at every position of the text
+    (the same matches: :func:`anchored_sub`). Read from the parsed pattern
+    like :func:`prefilter`: literal runs, groups, repeats of at least one and
+    alternations whose every branch has one, each after items of bounded
+    width; a group with its own flags stops the analysis.
+    """
+    try:
+        found = _anchor_of(_parsed(pattern))
+    except Exception:  # an unknown construct or a changed private parser: no anchor
+        return None
+    if found is None:
+        return None
+    return Literals(found[0], pattern.flags), found[1]
+
+
+def anchored_sub(
+    pattern: re.Pattern[str], replacement: str, text: str, starts: list[int], reach: int
+) -> str:
+    """``pattern.sub(replacement, text)`` for a pattern whose every match starts at most
+    ``reach`` characters before one of ``starts`` (:func:`anchor`).
+
+    Only the positions in those windows are tried, in order, each once
+    (``pattern.match(text, position)`` is the attempt a search makes there,
+    lookbehinds included); the first that matches is the leftmost match, as in
+    ``sub``, and the next is looked for after it. When the windows would cover
+    more than a quarter of the text, ``sub`` itself is cheaper and runs.
+    """
+    if len(starts) * (reach + 1) > len(text) // 4 + 64:
+        return pattern.sub(replacement, text)
+    pieces: list[str] = []
+    done = 0  # text[:done] is settled
+    tried = -1  # every start up to here was tried, or lies inside a match
+    for at in starts:
+        if at <= tried:
+            continue
+        for start in range(max(tried + 1, at - reach), at + 1):
+            match = pattern.match(text, start)
+            if match is not None:
+                pieces += (text[done : match.start()], match.expand(replacement))
+                done = match.end()
+                tried = done - 1
+                break
+        else:
+            tried = at
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _literals_of(pattern: re.Pattern[str]) -> set[str] | None:
+    try:
+        return _required(_parsed(pattern))
+    except Exception:  # an unknown construct or a changed private parser: none known
+        return None
 
 
 def prefilter(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     """A cheap pattern that finds text a match of ``pattern`` needs, or None when none is known.
 
-    The literal strings one of which every match contains are read from
-    the parsed pattern (only sequences, groups, repeats of at least one and
+    The literal strings one of which every match contains (or the text holds,
+    for a lookahead or lookbehind) are read from the parsed pattern (only
+    sequences, groups, repeats of at least one, positive assertions and
     alternations whose every branch has one are followed; a group with its
     own flags stops the analysis). They are searched with the pattern's own
-    flags, so case-insensitivity and the rest mean the same as in the rule.
+    flags, so case-insensitivity and the rest mean the same as in the rule
+    (:class:`Redactor` searches them as :class:`Literals`).
     """
-    try:
-        from re import _parser  # type: ignore[attr-defined]
+    literals = _literals_of(pattern)
+    return Literals(literals, pattern.flags).pattern if literals else None
 
-        literals = _required(_parser.parse(pattern.pattern, pattern.flags))
-    except Exception:  # an unknown construct or a changed private parser: no prefilter
-        return None
-    if not literals:
-        return None
-    alternatives = "|".join(re.escape(literal) for literal in sorted(literals))
-    return re.compile(alternatives, pattern.flags & ~re.VERBOSE)
+
+@dataclass(frozen=True)
+class _Compiled:
+    """One rule, compiled: its pattern and replacement, the literals a text must hold
+    (:func:`prefilter`) and where its matches can start (:func:`anchor`)."""
+
+    pattern: re.Pattern[str]
+    replacement: str
+    required: Literals | None
+    anchor: tuple[Literals, int] | None
+
+    @classmethod
+    def of(cls, rule: RedactionRule) -> _Compiled:
+        pattern = re.compile(rule.pattern)
+        literals = _literals_of(pattern)
+        required = Literals(literals, pattern.flags) if literals else None
+        return cls(pattern, rule.replacement, required, anchor(pattern))
+
+    def apply(self, text: str, fold: str, *, checked: bool = False) -> str:
+        """``text`` with this rule applied: ``pattern.sub``, found faster (``fold``:
+        :func:`folded` of ``text``; ``checked``: the caller saw that the text holds
+        one of the literals the rule requires, when they have ``keys``)."""
+        required = self.required
+        unchecked = required is not None and not (checked and required.keys is not None)
+        if unchecked and required is not None and not required.present(text, fold):
+            return text  # the rule cannot match: a literal every match holds is absent
+        if self.anchor is not None:
+            literals, reach = self.anchor
+            starts = literals.starts(text, fold)
+            return anchored_sub(self.pattern, self.replacement, text, starts, reach)
+        return self.pattern.sub(self.replacement, text)
 
 
 class Redactor:
@@ -144,10 +390,18 @@ class Redactor:
                 )
             seen.add(rule.name)
         self._rules: tuple[RedactionRule, ...] = tuple(ordered)
-        compiled = [(re.compile(rule.pattern), rule.replacement) for rule in ordered]
-        self._compiled: tuple[tuple[re.Pattern[str], str, re.Pattern[str] | None], ...] = tuple(
-            (pattern, replacement, prefilter(pattern)) for pattern, replacement in compiled
-        )
+        self._compiled = tuple(_Compiled.of(rule) for rule in ordered)
+        # every rule's required literals, looked for once per text rather than once per rule:
+        # a rule runs when the text holds one of its literals, or when it has none that
+        # str.find can look for
+        self._always: list[int] = []
+        self._by_key: dict[tuple[bool, str], list[int]] = {}
+        for index, compiled in enumerate(self._compiled):
+            keys = compiled.required.keys if compiled.required is not None else None
+            if keys is None:
+                self._always.append(index)
+            for key in keys or ():
+                self._by_key.setdefault(key, []).append(index)
 
     @classmethod
     def from_hook(cls, hook: Any) -> Redactor:
@@ -179,11 +433,27 @@ class Redactor:
         """``text`` with every rule applied in name order."""
         if not text:
             return text
-        for pattern, replacement, required in self._compiled:
-            if required is not None and required.search(text) is None:
-                continue  # the rule cannot match: a literal every match contains is absent
-            text = pattern.sub(replacement, text)
+        fold = folded(text)
+        for index in self._todo(text, fold):
+            redacted = self._compiled[index].apply(text, fold, checked=True)
+            if redacted is not text:
+                # the later rules see the new text, each checking its own literals (a text
+                # that needs redacting is rare; scanning it for every key again is not cheap)
+                text, fold = redacted, folded(redacted)
+                for later in self._compiled[index + 1 :]:
+                    redacted = later.apply(text, fold)
+                    if redacted is not text:
+                        text, fold = redacted, folded(redacted)
+                break
         return text
+
+    def _todo(self, text: str, fold: str) -> list[int]:
+        """The rules that can match ``text``, in order."""
+        picked = set(self._always)
+        for key, indexes in self._by_key.items():
+            if key[1] in (fold if key[0] else text):
+                picked.update(indexes)
+        return sorted(picked)
 
     def redact_value(self, value: Any) -> Any:
         """A copy of a JSON-like value (dicts, lists, tuples) with every string redacted.
@@ -348,14 +618,14 @@ class _OnceRedactor(Redactor):
     """
 
     def __init__(self, redactor: Redactor) -> None:  # the rules are shared, not re-checked
-        self._rules = redactor._rules
-        self._compiled = redactor._compiled
+        self._inner = redactor
+        self._rules = redactor.rules
         self._done: dict[str, str] = {}
 
     def redact(self, text: str) -> str:
         done = self._done.get(text)
         if done is None:
-            done = self._done[text] = super().redact(text)
+            done = self._done[text] = self._inner.redact(text)
         return done
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hermes_plugin_redaction
-from hermes_core.redaction import Redactor, prefilter
+from hermes_core.redaction import Literals, Redactor, anchor, anchored_sub, folded, prefilter
 from hermes_core.testing.canary import CANARIES
 from hermes_hookspecs import RedactionRule
 
@@ -178,7 +178,11 @@ def test_the_bound_catches_a_quadratic_rule() -> None:
 
 # -- the literal prefilter the Redactor uses to skip rules that cannot match ---------------
 
-FRAGMENTS = [*UNITS, *(c.text for c in CANARIES), *(c.secret for c in CANARIES)]
+#: characters IGNORECASE matches to ASCII letters (the Kelvin sign, long s, dotted and dotless
+#: i), other non-ASCII text, and keywords spelled with them
+FOLDED = ["\u212a", "\u017f", "\u0130", "\u0131", "\u2192", "é"]
+FOLDED += ["pa\u017f\u017fword=", "to\u212aen="]
+FRAGMENTS = [*UNITS, *FOLDED, *(c.text for c in CANARIES), *(c.secret for c in CANARIES)]
 
 
 def _naive(text: str) -> str:
@@ -213,3 +217,91 @@ def test_prefilter_finds_the_literals_every_match_needs() -> None:
     assert literals(r"(?i:secret)=\w+") is None  # local flags: no prefilter
     found = prefilter(re.compile(r"(?i)password=\w+"))
     assert found is not None and found.search("PassWord=1")  # same flags as the rule
+
+
+def test_a_lookbehind_literal_is_a_prefilter() -> None:
+    # npm_token's second branch holds its literal only in a lookbehind: the text must hold it
+    found = prefilter(re.compile(r"npm_[a-z]{4,}|(?<=:_authToken=)[^\s]+"))
+    assert found is not None and found.pattern == r":_authToken=|npm_"
+    assert prefilter(re.compile(r"(?<!secret)=\w+")) is None  # a negative one does not count
+
+
+# -- the anchor: a rule is tried only just before the literals its matches hold -------------
+
+
+def test_anchor_reads_how_far_before_its_literal_a_match_starts() -> None:
+    def read(pattern: str) -> tuple[str, int] | None:
+        found = anchor(re.compile(pattern))
+        return None if found is None else (found[0].pattern.pattern, found[1])
+
+    assert read(r"(?:ab)?cde+") == ("cd", 2)  # an optional two characters before it
+    assert read(r"(?<![a-z])token=\S+") == ("token=", 0)  # a lookbehind takes no room
+    assert read(r"(?i)(?:aws_?)?secret=\S+") == ("secret=", 4)  # an optional group is no anchor
+    assert read(r"x*abc") is None  # a match may start any distance before it
+    assert read(r"(?:foo|ba)r") == ("ba|foo", 0)  # one literal of each branch
+    assert read(r"(?:ab)?(?:cd)?efg") == ("efg", 4)
+    assert read(r"ab(?:cd)?efg") == ("efg", 4)  # three characters (rarer) over two, nearer
+    assert read(r"a?b") is None  # no literal of two characters
+
+
+def test_anchored_sub_is_sub() -> None:
+    pattern = re.compile(r"(?<![a-z])(?:x[_-]?)?key=(\w+)")
+    for text in ["key=1 key=2", "xkey=1", "x-key=1,ykey=2,key=3", "akey=9", "x_key=a" * 40, ""]:
+        starts = Literals(["key"], 0).starts(text, folded(text))
+        assert anchored_sub(pattern, r"key=[\1]", text, starts, 2) == pattern.sub(r"key=[\1]", text)
+
+
+def test_literals_find_overlapping_starts_and_fold_like_the_engine() -> None:
+    assert Literals(["aa"], 0).starts("aaaa", folded("aaaa")) == [0, 1, 2]
+    text = "pa\u017f\u017fWORD to\u212aEN"  # long s, the Kelvin sign: IGNORECASE matches them
+    assert len(folded(text)) == len(text)
+    for word in ("password", "token"):
+        engine = [m.start() for m in re.finditer(f"(?i){word}", text)]
+        assert Literals([word], re.IGNORECASE).starts(text, folded(text)) == engine != []
+        assert Literals([word], 0).starts(text, folded(text)) == []  # case counts without it
+
+
+def test_redaction_of_real_transcripts_equals_applying_every_rule() -> None:
+    import gzip
+    import json
+    from pathlib import Path
+
+    from hermes_core.recall import message_text
+
+    root = Path(__file__).resolve().parents[3] / "transcripts" / "openai-chat"
+    data = json.loads(gzip.decompress((root / "openhands-django-11149.json.gz").read_bytes()))
+    messages = data["messages"] if isinstance(data, dict) else data
+    texts = [message_text(m) for m in messages if isinstance(m, dict)]
+    secrets = " ".join(c.text for c in CANARIES)
+    texts += [text[: len(text) // 2] + secrets + text[len(text) // 2 :] for text in texts[:20]]
+    assert sum(map(len, texts)) > 100_000
+    for text in texts:
+        assert REDACTOR.redact(text) == _naive(text)
+
+
+def test_lower_is_the_fold_for_text_without_the_engines_special_letters() -> None:
+    # folded() lower-cases non-ASCII text that holds none of the characters IGNORECASE
+    # matches to an ASCII letter: right only while lower() maps no other character to
+    # ASCII or to several characters (a new Unicode version could change that)
+    from hermes_core.redaction import _fold_table
+
+    specials = {chr(code) for code in _fold_table() if code > 127}
+    assert specials == {"\u0130", "\u0131", "\u017f", "\u212a"}
+    wrong = [
+        char
+        for char in map(chr, range(128, 0x110000))
+        if char not in specials and (len(char.lower()) != 1 or char.lower().isascii())
+    ]
+    assert wrong == []
+    assert folded("Ärger AKIA") == "ärger akia"  # lower()
+    assert folded("Ärger AKIA \u212a") == "Ärger akia k"  # the table: letters that fold to ASCII
+
+
+def test_a_summary_request_is_redacted_by_the_same_rules() -> None:
+    from hermes_core.redaction import redact_summary_request
+    from hermes_hookspecs import Message, SummaryRequest
+
+    text = " ".join(c.text for c in CANARIES)
+    request = SummaryRequest(session_id="s", messages=[Message(role="user", content=text)] * 2)
+    redacted = redact_summary_request(REDACTOR, request)
+    assert [m.content for m in redacted.messages] == [_naive(text)] * 2
