@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 
 class RedactionRule(BaseModel):
@@ -27,3 +27,15 @@ class RedactionRule(BaseModel):
         except re.error as exc:
             raise ValueError(f"pattern does not compile: {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _replacement_fits(self) -> RedactionRule:
+        # a group the pattern lacks (``\\2``) or a bad escape fails when the rule is
+        # made, not on the first text that needs redacting
+        try:
+            re.compile(self.pattern).sub(self.replacement, "")
+        except (re.error, IndexError) as exc:
+            raise ValueError(
+                f"replacement {self.replacement!r} does not fit the pattern: {exc}"
+            ) from None
+        return self

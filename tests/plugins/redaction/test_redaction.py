@@ -274,6 +274,16 @@ def test_bad_pattern_is_refused_naming_the_field() -> None:
         RedactionRule(name="bad", pattern="(unclosed")
 
 
+def test_a_replacement_naming_a_missing_group_is_refused_when_made() -> None:
+    # before, it failed only on the first text that needed redacting (or, with the fast
+    # path, never: a text it does not match was returned as it was)
+    with pytest.raises(ValueError, match=r"replacement '\\\\2' does not fit the pattern"):
+        RedactionRule(name="bad", pattern=r"(a)bc", replacement=r"\2")
+    with pytest.raises(ValueError, match="does not fit the pattern"):
+        RedactionRule(name="bad", pattern=r"abc", replacement=r"\g<name>")
+    assert RedactionRule(name="ok", pattern=r"(a)bc", replacement=r"\1[X]").replacement
+
+
 def test_redact_message_covers_content_parts_tool_arguments_and_summary(
     redactor: Redactor,
 ) -> None:

@@ -305,3 +305,29 @@ def test_a_summary_request_is_redacted_by_the_same_rules() -> None:
     request = SummaryRequest(session_id="s", messages=[Message(role="user", content=text)] * 2)
     redacted = redact_summary_request(REDACTOR, request)
     assert [m.content for m in redacted.messages] == [_naive(text)] * 2
+
+
+def test_a_rule_over_text_dense_with_its_matches_costs_about_what_sub_does() -> None:
+    # the anchored path hands over to sub at the first match; when it replaced match by
+    # match itself (expanding the template each time) it took 9-14x sub's time here
+    compiled = next(
+        c
+        for c, rule in zip(REDACTOR._compiled, REDACTOR.rules, strict=True)
+        if rule.name == "password_assignment"
+    )
+    assert compiled.anchor is not None
+    text = "password=hunter2 pwd=x, " * 8_000
+    fold = folded(text)
+
+    def best(run: object) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            run()  # type: ignore[operator]
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    ours = best(lambda: compiled.apply(text, fold))
+    plain = best(lambda: compiled.pattern.sub(compiled.replacement, text))
+    assert compiled.apply(text, fold) == compiled.pattern.sub(compiled.replacement, text)
+    assert ours < 3 * plain + 0.02
