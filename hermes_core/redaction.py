@@ -20,7 +20,6 @@ import json
 import logging
 import re
 import string
-import sys
 import threading
 import weakref
 from collections.abc import Iterable
@@ -228,19 +227,20 @@ class Literals:
         return sorted(found)
 
 
+#: the characters outside ASCII that ``IGNORECASE`` matches to an ASCII letter: dotted and
+#: dotless i, long s, the Kelvin sign (a test scans every code point with the engine to
+#: keep this list true)
+FOLDED_TO_ASCII = "\u0130\u0131\u017f\u212a"
 _FOLD: dict[int, int] | None = None
 
 
 def _fold_table() -> dict[int, int]:
     """Each character that ``IGNORECASE`` matches to an ASCII letter -> that letter, lower
-    case: ``A``-``Z`` and the few others the engine folds (``İ``, ``ı``, ``ſ``, the
-    Kelvin sign), found once by the engine itself."""
+    case: ``A``-``Z`` and :data:`FOLDED_TO_ASCII`, each letter found by the engine itself."""
     global _FOLD
     if _FOLD is None:
         table = {ord(upper): ord(upper.lower()) for upper in string.ascii_uppercase}
-        others = "".join(map(chr, range(128, sys.maxunicode + 1)))
-        for match in re.finditer("(?i)[a-z]", others):
-            char = match.group()
+        for char in FOLDED_TO_ASCII:
             letter = next(a for a in string.ascii_lowercase if re.fullmatch(f"(?i){a}", char))
             table[ord(char)] = ord(letter)
         _FOLD = table
@@ -253,9 +253,8 @@ def folded(text: str) -> str:
     position in one is the same position in the other (what :class:`Literals` searches)."""
     if text.isascii():
         return text.lower()
-    table = _fold_table()
-    if any(chr(code) in text for code in table if code > 127):
-        return text.translate(table)
+    if any(char in text for char in FOLDED_TO_ASCII):
+        return text.translate(_fold_table())
     # no character outside ASCII folds to an ASCII letter, and none lower-cases to one or
     # to several (``İ`` is the only one that does, and it is in the table): lower() is it
     return text.lower()
