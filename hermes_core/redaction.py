@@ -62,50 +62,106 @@ def _leading(node: Any) -> str:
     return "".join(head)
 
 
-def _required(node: Any) -> set[str] | None:
-    """Literal strings one of which every match of the parsed ``node`` contains (or None)."""
+#: a literal set one of which every match holds (or, from a lookaround, the text), and the
+#: most characters between the match's start and it (None: unbounded, or not in the match)
+_Candidate = tuple[set[str], int | None]
+
+
+def _candidates(node: Any) -> list[_Candidate]:
+    """Every literal set the parsed ``node`` requires (see :data:`_Candidate`), in the order
+    the sequence reads: literal runs, groups, repeats of at least one, alternations whose
+    every branch has one (also the common prefix the parser took out of the branches, glued
+    back to each), positive lookarounds. A group with its own flags is :class:`_Unsupported`."""
     from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
 
-    best: set[str] | None = None
+    out: list[_Candidate] = []
+    offset: int | None = 0  # the most characters the items so far can match
     run: list[str] = []
+    run_at: int | None = 0
 
-    def consider(found: set[str] | None) -> None:
-        nonlocal best
-        shortest = min(map(len, found)) if found else 0
-        if shortest >= 2 and (best is None or shortest > min(map(len, best))):
-            best = found
+    def shifted(found: list[_Candidate]) -> list[_Candidate]:
+        return [(lits, None if at is None or offset is None else offset + at) for lits, at in found]
 
     for op, av in node.data:
         if op is c.LITERAL:
+            if not run:
+                run_at = offset
             run.append(chr(av))
+            offset = None if offset is None else offset + 1
             continue
         previous = "".join(run)
-        consider({previous} if run else None)
-        run = []
+        if run:
+            out.append(({previous}, run_at))
+            run = []
         if op is c.SUBPATTERN:
             _group, add_flags, del_flags, sub = av
             if add_flags or del_flags:  # local flags change how literals match
                 raise _Unsupported
-            consider(_required(sub))
+            out += shifted(_candidates(sub))
         elif op is c.ATOMIC_GROUP:
-            consider(_required(av))
+            out += shifted(_candidates(av))
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-            low, _high, sub = av
-            if low >= 1:
-                consider(_required(sub))
+            if av[0] >= 1:  # the first repetition starts here
+                out += shifted(_candidates(av[2]))
         elif op is c.BRANCH:
-            options = [_required(alternative) for alternative in av[1]]
+            options = [_usable(_candidates(alternative)) for alternative in av[1]]
             if all(options):
-                consider(set().union(*options))  # type: ignore[arg-type]
-            # the common prefix the parser took out of the branches, glued back to each
+                # the best each branch offers, for the prefilter and for the anchor
+                picked = [_best_required(found) for found in options]
+                out.append((set().union(*(lits for lits, _at in picked)), None))
+                anchors = [_best_anchor(found) for found in options]
+                reaches = [found[1] for found in anchors if found is not None]
+                if len(reaches) == len(anchors):
+                    union = set().union(*(found[0] for found in anchors if found is not None))
+                    out += shifted([(union, max(r for r in reaches if r is not None))])
             heads = [_leading(alternative) for alternative in av[1]]
             if previous and all(heads):
-                consider({previous + head for head in heads})
+                out.append(({previous + head for head in heads}, run_at))
         elif op is c.ASSERT:  # a lookahead or lookbehind: the text holds what it asserts
-            consider(_required(av[1]))
+            out += [(lits, None) for lits, _at in _candidates(av[1])]
         # negative assertions, classes, references...: nothing every match must contain
-    consider({"".join(run)} if run else None)
+        if offset is not None:
+            width = _parser.SubPattern(node.state, [(op, av)]).getwidth()[1]
+            offset = offset + width if offset + width <= ANCHOR_REACH else None
+    if run:
+        out.append(({"".join(run)}, run_at))
+    return out
+
+
+def _best_required(found: list[_Candidate]) -> _Candidate:
+    """The candidate whose shortest literal is longest (the first of equals); the
+    prefilter's choice (any set of literals of two or more characters will do)."""
+    best = found[0]
+    for candidate in found[1:]:
+        if min(map(len, candidate[0])) > min(map(len, best[0])):
+            best = candidate
     return best
+
+
+def _best_anchor(found: list[_Candidate]) -> _Candidate | None:
+    """The anchor's choice among candidates within :data:`ANCHOR_REACH` (or None): each
+    occurrence costs a try at ``reach + 1`` positions, so literals of three or more
+    characters (rarer) first, then the nearest to the match's start, then the longest."""
+
+    def value(candidate: _Candidate) -> tuple[bool, int, int]:
+        shortest = min(map(len, candidate[0]))
+        return shortest >= 3, -(candidate[1] or 0), shortest
+
+    usable = [c for c in found if c[1] is not None and c[1] <= ANCHOR_REACH]
+    return max(usable, key=value) if usable else None
+
+
+def _usable(found: list[_Candidate]) -> list[_Candidate]:
+    """The candidates whose literals all have two or more characters (one is too common)."""
+    return [c for c in found if c[0] and min(map(len, c[0])) >= 2]
+
+
+def _required(node: Any) -> set[str] | None:
+    """Literal strings one of which every match of the parsed ``node`` contains (or the
+    text holds, for a lookaround), or None."""
+    found = _usable(_candidates(node))
+    return _best_required(found)[0] if found else None
 
 
 #: a rule runs only where its literals are when every match starts at most this many
@@ -116,63 +172,8 @@ ANCHOR_REACH = 64
 def _anchor_of(node: Any) -> tuple[set[str], int] | None:
     """``(literals, reach)``: every match of the parsed ``node`` holds one of ``literals``
     starting at most ``reach`` characters after the match starts (or None)."""
-    from re import _constants as c  # type: ignore[attr-defined]
-    from re import _parser  # type: ignore[attr-defined]
-
-    best: tuple[set[str], int] | None = None
-
-    def value(literals: set[str], at: int) -> tuple[bool, int, int]:
-        # each occurrence costs a try at ``at + 1`` positions: literals of three or more
-        # characters (rarer), then the nearest to the match's start, then the longest
-        shortest = min(map(len, literals))
-        return shortest >= 3, -at, shortest
-
-    def consider(found: set[str] | None, at: int) -> None:
-        nonlocal best
-        if not found or at > ANCHOR_REACH or min(map(len, found)) < 2:
-            return
-        if best is None or value(found, at) > value(*best):
-            best = (found, at)
-
-    def inner(sub: Any, at: int) -> None:
-        found = _anchor_of(sub)
-        if found is not None:
-            consider(found[0], at + found[1])
-
-    offset = 0  # the most characters the items so far can match
-    run: list[str] = []
-    run_at = 0
-    for op, av in node.data:
-        if op is c.LITERAL:
-            if not run:
-                run_at = offset
-            run.append(chr(av))
-            offset += 1
-            continue
-        if run:
-            consider({"".join(run)}, run_at)
-            run = []
-        if op is c.SUBPATTERN:
-            _group, add_flags, del_flags, sub = av
-            if add_flags or del_flags:  # local flags change how literals match
-                raise _Unsupported
-            inner(sub, offset)
-        elif op is c.ATOMIC_GROUP:
-            inner(av, offset)
-        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-            if av[0] >= 1:  # the first repetition starts here
-                inner(av[2], offset)
-        elif op is c.BRANCH:
-            options = [_anchor_of(alternative) for alternative in av[1]]
-            if all(options):
-                literals = set().union(*(found[0] for found in options if found))
-                consider(literals, offset + max(found[1] for found in options if found))
-        offset += _parser.SubPattern(node.state, [(op, av)]).getwidth()[1]
-        if offset > ANCHOR_REACH:
-            break
-    if run:
-        consider({"".join(run)}, run_at)
-    return best
+    best = _best_anchor(_usable(_candidates(node)))
+    return None if best is None or best[1] is None else (best[0], best[1])
 
 
 class Literals:
