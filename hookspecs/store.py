@@ -66,7 +66,8 @@ class SessionStore(ABC):
 
     @abstractmethod
     def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionRecord]:
-        """Most recently updated first."""
+        """Most recently updated first; sessions updated at the same instant, the most
+        recently created first, then by id (the same order on every store)."""
 
     def continued_as(self, session_id: str) -> str | None:
         """The session that continues ``session_id`` after a rotation, or None.

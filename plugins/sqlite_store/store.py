@@ -59,6 +59,7 @@ from .connections import Database, JournalPolicy, Synchronous
 from .health import HealthReport, integrity_problems
 from .migrations import LATEST_VERSION
 from .search import search as run_search
+from .side_files import collision
 
 #: Default cap on the characters of one message that reach the FTS indexes
 #: (content plus tool-call arguments). Text past the cap is stored in full but
@@ -119,6 +120,9 @@ class SqliteSessionStore(SessionStore):
             raise StoreError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         check_sqlite_version()
         self.path = Path(path).expanduser().absolute()
+        problem = collision(self.path)
+        if problem is not None:
+            raise StoreError(f"sqlite store: {problem}")
         self.fts_index_cap = fts_index_cap
         self._log = logger or logging.getLogger("hermes_plugin_sqlite_store")
         self._db = Database(
@@ -195,7 +199,7 @@ class SqliteSessionStore(SessionStore):
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions "
-                "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?",
+                "ORDER BY updated_at DESC, created_at DESC, id LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
         return [session_from_row(row) for row in rows]

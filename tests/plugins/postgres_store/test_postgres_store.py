@@ -210,6 +210,18 @@ def test_concurrent_first_open_migrates_once(pg_dsn: str, schema: str) -> None:
     assert count == len(MIGRATIONS)
 
 
+def test_list_sessions_orders_ties_as_the_sqlite_store_does(
+    store: PostgresSessionStore, pg_dsn: str, schema: str
+) -> None:
+    # sessions updated at the same instant: the newest created first, then by id (both stores)
+    for name in "cab":
+        store.create_session(NewSession(id=f"s-{name}"))
+    raw(pg_dsn, schema, "UPDATE sessions SET updated_at = 100.0, created_at = 50.0")
+    raw(pg_dsn, schema, "UPDATE sessions SET created_at = 60.0 WHERE id = 's-a'")
+    assert [s.id for s in store.list_sessions()] == ["s-a", "s-b", "s-c"]
+    assert [s.id for s in store.list_sessions(limit=1, offset=1)] == ["s-b"]
+
+
 def test_trigram_search_reported(store: PostgresSessionStore) -> None:
     info = store.describe()
     assert info["store"] == "postgres" and "password" not in info["dsn"]
