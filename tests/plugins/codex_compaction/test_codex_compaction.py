@@ -89,9 +89,9 @@ def fake() -> Iterator[FakeOpenAIServer]:
 
 
 def launch_settings(root: Path, binary: Path, **kw: Any) -> CodexLaunchSettings:
-    # the real binary's first start on a loaded 2-core machine took over the default 30 s
-    # once (cold: about 7 s, warm: about 1.3 s); a test that wants a short wait says so
-    kw.setdefault("request_timeout_s", 120.0)
+    # the defaults, as a user gets them: the first start waits start_timeout_s (120 s; a cold
+    # start of the real binary on a loaded 2-core machine once took over 30 s), every later
+    # request request_timeout_s (30 s); a test that wants a short wait says so
     return CodexLaunchSettings(
         binary=binary,
         codex_home=root / "codex-home",
