@@ -32,18 +32,27 @@ def _is_database(path: Path) -> bool:
         return False
 
 
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def collision(path: Path) -> str | None:
     """Why ``path`` must not be opened as a database, or ``None`` when it may.
 
     * ``path`` is named like a side file of a database that exists
-      (``x.db-shm`` beside ``x.db``);
+      (``x.db-shm`` beside ``x.db``; a file that is not a SQLite database and
+      not empty, such as a text file ``notes`` beside ``notes-journal``, is no
+      database);
     * a file where ``path`` keeps a side file is a SQLite database of its own
       (``x.db-wal`` made by opening a store on that name).
     """
     for suffix, role in SIDE_FILES.items():
         if path.name.endswith(suffix) and len(path.name) > len(suffix):
             owner = path.with_name(path.name[: -len(suffix)])
-            if owner.is_file():
+            if _is_database(owner) or _is_empty(owner):  # an empty file is a new database
                 return (
                     f"{path} is the {role} of the SQLite database {owner} (SQLite keeps one "
                     f"beside every database as NAME{suffix}); open {owner} itself, or give "

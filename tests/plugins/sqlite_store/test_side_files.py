@@ -65,6 +65,12 @@ def test_names_that_only_look_like_side_files_are_allowed(tmp_path: Path) -> Non
         assert collision(tmp_path / name) is None
         store = SqliteSessionStore(tmp_path / name)
         store.close()
+    # beside a file that is not a database, a name ending like a side file is just a name
+    (tmp_path / "plan").write_text("a text file, not a database\n")
+    assert collision(tmp_path / "plan-journal") is None
+    # ... but beside an empty file (SQLite's new database) it is one
+    (tmp_path / "fresh.db").touch()
+    assert collision(tmp_path / "fresh.db-wal") is not None
     # a real side file (not a database) where a new store keeps its own is no collision
     (tmp_path / "z.db-journal").write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7")
     assert collision(tmp_path / "z.db") is None
