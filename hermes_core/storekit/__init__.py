@@ -69,6 +69,7 @@ from .rows import (
 from .sessions import (
     END_ONCE_SQL,
     INHERITED_FIELDS,
+    LIST_SESSIONS_SQL,
     ROTATION_END_REASON,
     SUCCESSOR_SQL,
     refuse_if_rotated,
@@ -81,6 +82,7 @@ __all__ = [
     "EVENT_COLUMNS",
     "HASH_KINDS",
     "INHERITED_FIELDS",
+    "LIST_SESSIONS_SQL",
     "PREFIX_COLUMNS",
     "ROTATION_END_REASON",
     "SESSION_COLUMNS",

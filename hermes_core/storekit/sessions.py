@@ -15,6 +15,12 @@ from .checks import check_new_session
 ROTATION_END_REASON = "compression"
 #: SQL both stores use to find the session continuing a rotated one (newest child first)
 SUCCESSOR_SQL = "SELECT id FROM sessions WHERE parent_id = {p} ORDER BY created_at DESC, id LIMIT 1"
+#: SQL both stores list sessions with: most recently updated first; sessions updated at the
+#: same instant, the most recently created first, then by id
+LIST_SESSIONS_SQL = (
+    "SELECT {columns} FROM sessions ORDER BY updated_at DESC, created_at DESC, id "
+    "LIMIT {p} OFFSET {p}"
+)
 #: the first end of a session wins: later ``end_session`` calls change nothing
 END_ONCE_SQL = "end_reason IS NULL"
 #: the fields a rotation's child takes from its parent when the caller leaves them empty

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.storekit import (
+    LIST_SESSIONS_SQL,
     ROTATION_END_REASON,
     SUCCESSOR_SQL,
     check_blob_kind,
@@ -221,8 +222,7 @@ class PostgresSessionStore(SessionStore):
         check_count(offset, "offset")
         with self._conn() as conn:
             rows = conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions "
-                "ORDER BY updated_at DESC, created_at DESC, id LIMIT %s OFFSET %s",
+                LIST_SESSIONS_SQL.format(columns=SESSION_COLUMNS, p="%s"),
                 (limit, offset),
             ).fetchall()
         return [session_from_row(row) for row in rows]

@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .health import SQLITE_MAGIC
+
 #: each side file's suffix, and what SQLite keeps in it
 SIDE_FILES = {
     "-wal": "write-ahead log",
     "-shm": "shared-memory index",
     "-journal": "rollback journal",
 }
-#: the first bytes of every SQLite database file (no side file starts with them)
-DATABASE_HEADER = b"SQLite format 3\x00"
 
 
 def _is_database(path: Path) -> bool:
     try:
         with path.open("rb") as handle:
-            return handle.read(len(DATABASE_HEADER)) == DATABASE_HEADER
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC  # no side file starts so
     except OSError:  # absent or unreadable: not a database this store would overwrite
         return False
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.storekit import (
+    LIST_SESSIONS_SQL,
     ROTATION_END_REASON,
     SESSION_COLUMNS,
     check_blob_kind,
@@ -198,8 +199,7 @@ class SqliteSessionStore(SessionStore):
         check_count(offset, "offset")
         with self._db.read() as conn:
             rows = conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions "
-                "ORDER BY updated_at DESC, created_at DESC, id LIMIT ? OFFSET ?",
+                LIST_SESSIONS_SQL.format(columns=SESSION_COLUMNS, p="?"),
                 (limit, offset),
             ).fetchall()
         return [session_from_row(row) for row in rows]
