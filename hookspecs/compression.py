@@ -317,6 +317,10 @@ class SummaryRequest(BaseModel):
     #: facts of these messages, extracted by the engine from their original rows (keep them
     #: verbatim); None when the caller extracted none (a summarizer may derive its own)
     facts: list[HandoffFact] | None = None
+    #: the user's first real request among the messages kept verbatim before the handoff
+    #: (the protected head), when it holds one: the session's task sits there until the
+    #: head joins a middle. The handoff may name it as the goal without quoting it whole
+    head_request: HandoffFact | None = None
 
 
 class SummaryResult(BaseModel):

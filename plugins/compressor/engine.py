@@ -318,6 +318,8 @@ class _Work:
         self.fallback_used = False
         self.usage: Usage | None = None
         self.facts: list[HandoffFact] = []
+        #: the user's first request in the protected head (the handoff's goal may name it)
+        self.head_request: HandoffFact | None = None
 
     def count(self, message: Message) -> int:
         return self.host.count_message(message)
@@ -391,6 +393,19 @@ class _Work:
             [it.stored.message if it.stored is not None else it.message for it in to_summarize],
             [it.source_id for it in to_summarize],
             [it.stored.annotations if it.stored is not None else None for it in to_summarize],
+        )
+        head = [it for it in body[:head_end] if it.is_real_user]
+        self.head_request = next(
+            (
+                fact
+                for fact in extract_facts(
+                    [it.stored.message if it.stored is not None else it.message for it in head],
+                    [it.source_id for it in head],
+                    [it.stored.annotations if it.stored is not None else None for it in head],
+                )
+                if fact.kind == "request"
+            ),
+            None,
         )
         # the tail's long tool outputs and calls yield to the handoff: fit_tail cuts them
         # (pointer included) when the view would be over its limit
@@ -705,6 +720,7 @@ class _Work:
             model=request.model,
             max_output_tokens=max_output,
             facts=self.facts if facts is None else facts,
+            head_request=self.head_request,
         )
 
     def _run_summarizer(

@@ -149,6 +149,11 @@ def _reserve(
 #: the message id a goal names at the end of its text: ``... (#32)``
 _GOAL_ANCHOR = re.compile(r" \(#(\d+)\)$")
 _FOCUS = "\nFocus for what follows: "
+#: how a goal names a request kept verbatim before the handoff (the protected head)
+_KEPT = " ({}kept verbatim before this summary)"
+_KEPT_ANCHOR = re.compile(r" \((?:#\d+, )?kept verbatim before this summary\)$")
+#: characters of a request kept before the handoff that its goal quotes (it points at the rest)
+KEPT_GOAL_CHARS = 200
 
 
 def _split_focus(goal: str) -> tuple[str, str]:
@@ -203,7 +208,9 @@ class DeterministicSummarizer(Summarizer):
         limit = {key: int(budget * share) for key, share in SHARES.items()}
         prev = request.previous_summary or HandoffSummary()
 
-        goal, facts, displaced = self._goal_and_facts(prev.goal, facts, limit["goal"])
+        goal, facts, displaced = self._goal_and_facts(
+            prev.goal, facts, limit["goal"], request.head_request
+        )
         if request.focus:  # the newest focus replaces the one an earlier handoff carried
             goal = f"{_split_focus(goal)[0]}{_FOCUS}{request.focus}".strip()
         goal = goal[: limit["goal"] + 200]
@@ -241,7 +248,11 @@ class DeterministicSummarizer(Summarizer):
 
     # -- sections ------------------------------------------------------------------
     def _goal_and_facts(
-        self, previous: str, facts: list[HandoffFact], limit: int
+        self,
+        previous: str,
+        facts: list[HandoffFact],
+        limit: int,
+        head: HandoffFact | None = None,
     ) -> tuple[str, list[HandoffFact], HandoffFact | None]:
         """The goal, the facts left to place (the goal's request is not quoted twice), and
         the previous goal when it was replaced, as the request it quoted.
@@ -251,10 +262,20 @@ class DeterministicSummarizer(Summarizer):
         (``(#N)``; one that names none is kept). That happens once the head, kept
         verbatim at the first compressions, joins a middle: its request is the
         session's task, which becomes the goal then, and the previous goal goes back
-        among the facts.
+        among the facts. While the head still holds a request (``head``,
+        :attr:`SummaryRequest.head_request`; the head comes before every middle, so it
+        is the earliest), the goal names it with its first :data:`KEPT_GOAL_CHARS`
+        characters, as kept verbatim before the handoff: the session's task is not
+        ``(none)`` because it sits above the handoff, nor quoted twice.
         """
         first = next((f for f in facts if f.kind == "request"), None)
+        if _KEPT_ANCHOR.search(_split_focus(previous)[0]):
+            previous = _split_focus(previous)[1].lstrip("\n")  # a pointer is made anew
         old, focus = _goal_request(previous) if previous else (None, "")
+        # the head comes before every middle, so its request is the earliest seen; a
+        # previous goal naming no message (another summarizer's words) is kept
+        if head is not None and not (_split_focus(previous)[0] and old is None):
+            return self._kept_goal(head, limit) + focus, facts, old
         earlier = (
             first is not None
             and first.message_id is not None
@@ -262,11 +283,18 @@ class DeterministicSummarizer(Summarizer):
             and old.message_id is not None
             and first.message_id < old.message_id
         )
-        if previous and not earlier:
+        if _split_focus(previous)[0] and not earlier:  # a focus alone is no goal to keep
             return previous, facts, None
         goal = self._goal(facts, limit) + focus
         rest = [f for f in facts if f is not first]
         return goal, rest, old if earlier else None
+
+    @staticmethod
+    def _kept_goal(head: HandoffFact, limit: int) -> str:
+        cap = min(limit, KEPT_GOAL_CHARS)
+        text = " ".join(head.text.split())
+        text = text if len(text) <= cap else text[:cap] + "…"
+        return text + _KEPT.format(f"#{head.message_id}, " if head.message_id is not None else "")
 
     @staticmethod
     def _goal(facts: Sequence[HandoffFact], limit: int) -> str:

@@ -42,6 +42,8 @@ _HEADING = re.compile(
 )
 #: characters of one message shown to the summarizer (the engine bounds tokens already)
 MESSAGE_CHARS = 60_000
+#: characters of the request kept before the summary that the prompt shows
+HEAD_REQUEST_CHARS = 600
 #: the most facts listed as must-keep material (best first by the engine's score)
 MAX_FACTS = 400
 FACT_LABELS = {
@@ -97,6 +99,15 @@ def _context_block(request: SummaryRequest) -> list[str]:
             "<previous_summary>\n"
             + render_previous(request.previous_summary)
             + "\n</previous_summary>"
+        )
+    head = request.head_request
+    if head is not None:
+        tag = f" (message id {head.message_id})" if head.message_id is not None else ""
+        parts.append(
+            f"The user's request{tag} stays verbatim in the conversation before your summary; "
+            "name it in ## Goal in a line, without copying it whole:\n<kept_request>\n"
+            + head.text[:HEAD_REQUEST_CHARS]
+            + "\n</kept_request>"
         )
     if request.facts:
         parts.append(

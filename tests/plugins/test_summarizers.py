@@ -547,3 +547,62 @@ def test_deterministic_focus_replaces_the_previous_handoffs_focus() -> None:
         )
     ).summary
     assert kept_task.goal == f"{task}\nFocus for what follows: the CLI"
+
+
+def test_deterministic_goal_names_a_request_kept_before_the_handoff() -> None:
+    summarizer = DeterministicSummarizer()
+    head = HandoffFact(kind="request", text="Port the parser to Rust.\nKeep the API.", message_id=2)
+    middle = [Message(role="assistant", content="Reading src/parser.py first.")]
+
+    def goal(**extra: Any) -> str:
+        asked = SummaryRequest(session_id="s", messages=middle, recovery_ids=[7], **extra)
+        return summarizer.summarize(asked).summary.goal
+
+    pointer = "Port the parser to Rust. Keep the API. (#2, kept verbatim before this summary)"
+    assert goal(head_request=head) == pointer
+    # made anew each time, not stacked; the focus line follows it
+    assert goal(head_request=head, previous_summary=HandoffSummary(goal=pointer)) == pointer
+    assert goal(
+        head_request=head, previous_summary=HandoffSummary(goal=pointer), focus="the lexer"
+    ) == (f"{pointer}\nFocus for what follows: the lexer")
+    # a long request is named by its start: it is right above
+    long = head.model_copy(update={"text": "x" * 1_000})
+    assert goal(head_request=long).endswith("…" + " (#2, kept verbatim before this summary)")
+    assert len(goal(head_request=long)) < 300
+    # a draft row's request has no id yet
+    draft = head.model_copy(update={"message_id": None})
+    assert goal(head_request=draft).endswith(" (kept verbatim before this summary)")
+    # a previous goal quoting a later request goes back among the facts
+    quoted = summarizer.summarize(
+        SummaryRequest(
+            session_id="s",
+            messages=middle,
+            recovery_ids=[7],
+            head_request=head,
+            previous_summary=HandoffSummary(goal="now add the benchmarks (#5)"),
+        )
+    ).summary
+    assert quoted.goal == pointer
+    assert "- #5 user: now add the benchmarks" in quoted.progress
+    # another summarizer's goal, naming no message, is kept
+    theirs = HandoffSummary(goal="Port the parser; the lexer is done")
+    assert goal(head_request=head, previous_summary=theirs) == theirs.goal
+    # the head gone (joined the middle): its request is quoted as the goal
+    joined = summarizer.summarize(
+        SummaryRequest(
+            session_id="s",
+            messages=[Message(role="user", content="Port the parser to Rust."), *middle],
+            recovery_ids=[2, 7],
+            previous_summary=HandoffSummary(goal=pointer),
+        )
+    ).summary
+    assert joined.goal == "Port the parser to Rust. (#2)"
+
+
+def test_the_request_kept_before_the_summary_goes_into_the_prompt(fake: FakeOpenAIServer) -> None:
+    fake.script("chat.completions", Reply(text=GOOD))
+    head = HandoffFact(kind="request", text="Port the parser to Rust.", message_id=2)
+    summarizer_for(fake.base_url).summarize(request(head_request=head))
+    prompt = fake.requests_to("chat.completions")[0].body["messages"][1]["content"]
+    assert "<kept_request>\nPort the parser to Rust.\n</kept_request>" in prompt
+    assert "(message id 2) stays verbatim" in prompt

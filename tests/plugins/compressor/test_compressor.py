@@ -362,16 +362,16 @@ def test_previous_summary_is_updated_and_tool_pairs_stay_whole(engine: ContextCo
     assert len(done) >= 3
     summaries = [r.summary for r in done if r.summary is not None]
     # later compressions update the previous summary: the goal is the earliest request
-    # seen, and once the head (kept verbatim at first) joins a middle, its request, the
-    # session's task, is the goal; the goal it replaces stays among the facts
+    # seen; while the head (kept verbatim at first) holds it, the goal points at it, and
+    # once the head joins a middle, its request, the session's task, is quoted as the goal
     goals = [s.goal for s in summaries]
-    assert goals[0].startswith("Keep going, turn 3") and goals[0].endswith("(#14)"), goals[0]
-    assert goals[-1] == "Fix the flaky test in src/app/models.py (#1)", goals
+    task = "Fix the flaky test in src/app/models.py"
+    assert goals[0] == f"{task} (#1, kept verbatim before this summary)", goals[0]
+    assert goals[-1] == f"{task} (#1)", goals
     switch = goals.index(goals[-1])
-    assert all(goal == goals[0] for goal in goals[:switch])
-    # the replaced goal is the oldest fact: before the facts carried from earlier handoffs
-    lines = [line for line in summaries[switch].progress.splitlines() if line.startswith("- #")]
-    assert lines[0].startswith("- #14 user: Keep going, turn 3"), lines[:3]
+    assert switch > 0 and all(goal == goals[0] for goal in goals[:switch])
+    # the later request the goal no longer quotes is a fact of its own
+    assert "- #14 user: Keep going, turn 3" in summaries[0].progress
     assert len(summaries[-1].progress.splitlines()) > len(summaries[0].progress.splitlines())
     assert [s.compression_index for s in summaries] == [
         i + 1 for i, r in enumerate(results) if r.status == "compressed"
@@ -836,4 +836,53 @@ def test_a_turns_draft_rows_get_no_message_id_in_the_handoff() -> None:
     left = [f for f in partial.facts if f.draft_id is not None]
     assert (
         left and {f.draft_id for f in left} == {first} and all(f.message_id is None for f in left)
+    )
+
+
+class RecordingSummarizer(Summarizer):
+    """The deterministic handoff, remembering each request it was given."""
+
+    name = "recording"
+    in_process = True
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        from hermes_plugin_summarizer_deterministic import DeterministicSummarizer
+
+        self.requests.append(request)
+        return DeterministicSummarizer().summarize(request)
+
+
+def test_a_task_kept_in_the_head_is_the_handoffs_goal_not_none() -> None:
+    # the only request sits in the protected head: the middle holds none, and the goal
+    # used to read "(none)" right below the task it should have named
+    messages = [m for m in session(turns=30) if m.role != "user" or m is session()[0]]
+    messages[0] = Message(role="user", content="Fix the flaky test in src/app/models.py")
+    recording = RecordingSummarizer()
+    compressor = ContextCompressor(clock=Clock())
+    compressor.bind(PluginHost(summarizers=[recording]))
+    first = compressor.compress(request(messages, settings_for(12_000, summarizer="recording")))
+    assert first.status == "compressed", first.reason
+    asked = recording.requests[-1]
+    assert asked.head_request is not None and asked.head_request.message_id == 1
+    assert not any(f.kind == "request" for f in asked.facts or [])
+    assert out_messages(first)[0].content == messages[0].content  # the head, verbatim
+    assert first.summary is not None and first.summary.goal == (
+        "Fix the flaky test in src/app/models.py (#1, kept verbatim before this summary)"
+    )
+    # once the head has joined a middle, the goal quotes the task itself
+    later = compressor.compress(
+        request(
+            messages,
+            settings_for(12_000, summarizer="recording", protect_first_n=0),
+            previous_summary=first.summary,
+            compression_index=2,
+        )
+    )
+    assert recording.requests[-1].head_request is None
+    assert (
+        later.summary is not None
+        and later.summary.goal == "Fix the flaky test in src/app/models.py (#1)"
     )
