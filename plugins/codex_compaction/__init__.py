@@ -18,7 +18,7 @@ from .backend import (
 )
 from .binary import PINNED_CODEX_VERSION, find_codex_binary
 from .client import CodexAppServer
-from .config import CodexLaunchSettings, CodexProvider, CodexRuntimeConfig
+from .config import CodexLaunchSettings, CodexProcessFields, CodexProvider, CodexRuntimeConfig
 from .errors import (
     CodexAppServerError,
     CodexBinaryNotFoundError,
@@ -40,6 +40,7 @@ __all__ = [
     "CodexCompactionFailed",
     "CodexLaunchSettings",
     "CodexProcessExitedError",
+    "CodexProcessFields",
     "CodexProtocolError",
     "CodexProvider",
     "CodexRpcError",

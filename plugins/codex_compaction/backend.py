@@ -44,7 +44,7 @@ from hermes_hookspecs import (
 )
 
 from .client import CodexAppServer
-from .config import CodexLaunchSettings, CodexRuntimeConfig
+from .config import CodexLaunchSettings, CodexProcessFields, CodexRuntimeConfig
 from .errors import CodexAppServerError, CodexThreadNotFoundError
 from .protocol import CompactionOutcome
 
@@ -54,32 +54,17 @@ RUNTIME_NAME = "codex"
 MARKER_ITEM_TYPE = "codex.context_compaction"
 
 
-class CodexBackendSettings(SettingsSection):
-    """``[compaction.codex]`` (declared through ``register_settings``)."""
+class CodexBackendSettings(SettingsSection, CodexProcessFields):
+    """``[compaction.codex]`` (declared through ``register_settings``): the launch fields
+    of :class:`CodexProcessFields`, and these."""
 
     config_section: ClassVar[str] = "compaction.codex"
 
     enabled: bool = Field(default=True, description="False: never eligible.")
-    binary: Path | None = Field(
-        default=None, description="codex binary; unset: HERMES_CODEX_BIN, .codex-bin or PATH."
-    )
     codex_home: Path | None = Field(
         default=None, description="CODEX_HOME holding the session's thread (required to compact)."
     )
-    home: Path | None = Field(default=None, description="HOME for the app-server process.")
-    cwd: Path | None = Field(default=None, description="Working directory of the app-server.")
-    env: dict[str, str] = Field(
-        default_factory=dict, description="Extra environment of the app-server."
-    )
-    config_overrides: list[str] = Field(
-        default_factory=list, description="codex -c key=value overrides."
-    )
     timeout_s: float = Field(default=300.0, gt=0, description="One compaction's time limit, s.")
-    start_timeout_s: float = Field(
-        default=120.0,
-        gt=0,
-        description="How long a starting app-server may take to answer initialize, s.",
-    )
     resume: bool = Field(default=True, description="thread/resume before compacting")
     runtime: CodexRuntimeConfig | None = Field(
         default=None, description="The config.toml written into a private CODEX_HOME."
@@ -102,15 +87,8 @@ class CodexBackendSettings(SettingsSection):
                 "compaction.codex.codex_home is required to start codex app-server "
                 "(the CODEX_HOME that holds the session's thread)"
             )
-        return CodexLaunchSettings(
-            binary=self.binary,
-            codex_home=self.codex_home,
-            home=self.home,
-            cwd=self.cwd,
-            env=self.env,
-            config_overrides=self.config_overrides,
-            start_timeout_s=self.start_timeout_s,
-        )
+        shared = self.model_dump(include=set(CodexProcessFields.model_fields))
+        return CodexLaunchSettings(codex_home=self.codex_home, **shared)
 
 
 class CodexCompactionFailed(CompactionBackendError):

@@ -87,34 +87,47 @@ class CodexRuntimeConfig(BaseModel):
         return path
 
 
-class CodexLaunchSettings(BaseModel):
+class CodexProcessFields(BaseModel):
+    """The fields that say how to start a ``codex app-server`` process, shared by the
+    ``[compaction.codex]`` settings (:class:`~hermes_plugin_codex_compaction.CodexBackendSettings`)
+    and the launch itself (:class:`CodexLaunchSettings`): one definition, one description."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    binary: Path | None = Field(
+        default=None, description="codex binary; unset: HERMES_CODEX_BIN, .codex-bin or PATH."
+    )
+    home: Path | None = Field(
+        default=None, description="HOME for the app-server process (unset: codex_home)."
+    )
+    cwd: Path | None = Field(default=None, description="Working directory of the app-server.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment of the app-server."
+    )
+    config_overrides: list[str] = Field(
+        default_factory=list, description="codex -c key=value overrides."
+    )
+    start_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description=(
+            "How long a starting app-server may take to answer initialize, s: a cold start "
+            "of the binary on a loaded machine can take longer than any later request."
+        ),
+    )
+
+
+class CodexLaunchSettings(CodexProcessFields):
     """How to spawn one ``codex app-server`` process.
 
     The process gets a private ``CODEX_HOME`` and ``HOME`` and only the
     variables named in ``inherit_env`` from the parent, plus ``env``.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
-    binary: Path | None = None
     codex_home: Path
-    home: Path | None = None
-    cwd: Path | None = None
-    env: dict[str, str] = Field(default_factory=dict)
     inherit_env: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SSL_CERT_FILE")
-    config_overrides: list[str] = Field(
-        default_factory=list, description="Extra '-c key=value' arguments."
-    )
     request_timeout_s: float = Field(
         default=30.0, gt=0, description="How long one request waits for its reply, s."
-    )
-    start_timeout_s: float = Field(
-        default=120.0,
-        gt=0,
-        description=(
-            "How long the first request (initialize) waits, s: a cold start of the binary "
-            "on a loaded machine can take longer than any later request."
-        ),
     )
     client_name: str = "hermes-core"
     client_version: str = "0.1.0"

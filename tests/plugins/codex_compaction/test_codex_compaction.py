@@ -49,6 +49,7 @@ from hermes_plugin_codex_compaction import (
     CodexCompactionFailed,
     CodexLaunchSettings,
     CodexProcessExitedError,
+    CodexProcessFields,
     CodexProvider,
     CodexRuntimeConfig,
     CodexThreadNotFoundError,
@@ -679,3 +680,22 @@ def test_runtime_config_toml() -> None:
     }
     with pytest.raises(ValueError, match="provider id"):
         CodexProvider(id="bad id", base_url="http://x")
+
+
+def test_every_launch_field_of_the_settings_reaches_the_launch() -> None:
+    # [compaction.codex] and the launch share their fields' one definition
+    # (CodexProcessFields): a field added there cannot be left out of launch()
+    values = {
+        "binary": "/opt/codex/bin/codex",
+        "home": "/tmp/home",
+        "cwd": "/tmp/work",
+        "env": {"RUST_LOG": "warn"},
+        "config_overrides": ["model_reasoning_effort=low"],
+        "start_timeout_s": 9.5,
+    }
+    assert set(values) == set(CodexProcessFields.model_fields)
+    launch = CodexBackendSettings.parse({"codex_home": "/tmp/ch", **values}).launch()
+    assert launch.codex_home == Path("/tmp/ch")
+    for key, value in values.items():
+        got = getattr(launch, key)
+        assert (str(got) if isinstance(got, Path) else got) == value, key
