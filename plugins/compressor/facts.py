@@ -579,7 +579,7 @@ def tool_outcome(message: Message, annotations: Mapping[str, Any] | None = None)
 #: where :func:`message_facts` results are kept with a row (``annotate_message``)
 KEY = "compressor_facts"
 #: bump when :func:`message_facts` changes what it returns
-VERSION = 16
+VERSION = 17
 
 
 def message_facts(message: Message) -> dict[str, Any]:

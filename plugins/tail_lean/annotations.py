@@ -32,7 +32,7 @@ from hermes_plugin_compressor.identifiers import (
 )
 
 KEY = "lean_identifiers"
-VERSION = 6
+VERSION = 7
 #: identifiers kept per kind and message (the last ones in the text, the newest):
 #: far more than a default 2,000-token index can show, and it bounds the row's size
 MAX_PER_KIND = 1_000

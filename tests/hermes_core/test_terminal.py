@@ -39,3 +39,50 @@ def test_the_compressor_reads_tool_output_as_the_screen_shows_it() -> None:
     message = Message(role="tool", tool_call_id="c1", content=output)
     facts = str(message_facts(message))
     assert "10%" not in facts and "\r" not in facts, facts
+
+
+SPINNER = "".join(
+    f"\x1b[2;23H{frame}  running  {tenth / 10:.1f}s\x1b[K"
+    for tenth, frame in zip(range(10, 340), "⢿⡿⣟⣯⣷⣾⣽⣻" * 50, strict=False)
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        # a full-screen program's spinner, redrawn in place: its last frame, once
+        ("Output:\n" + SPINNER, "Output:\n\n" + " " * 22 + "⡿  running  33.9s"),
+        # cursor up over lines printed before (a multi-line progress display)
+        ("a 10%\nb 20%\n\x1b[2Aa 100%\x1b[K\nb 100%\x1b[K\n", "a 100%\nb 100%"),
+        # an absolute address counts from where the program began drawing, not over
+        # the header a harness printed before it
+        ("Chunk ID: 1\nOutput:\n\x1b[1;1Hscreen", "Chunk ID: 1\nOutput:\nscreen"),
+        ("hdr\x1b[H\x1b[2Jclean\nscreen", "clean\nscreen"),  # home, clear the screen
+        ("abc\x1b[2Dx\x1b[1Cy\tz", "axcy\tz"),  # back, forward; a tab is text
+        ("name: old\x1b[6Gnew\x1b[K", "name:new"),  # to a column, erase the rest
+        ("a\n\n\nb\x1b[1Ac", "a\n\n c\nb"),  # blank lines kept; up into one
+        ("x\x1b[9999;1Hy", "x\n\n\ny"),  # rows with nothing drawn: at most two blank lines
+    ],
+)
+def test_output_that_moves_the_cursor_is_shown_as_the_screen_was_left(
+    raw: str, shown: str
+) -> None:
+    assert plain_text(raw) == shown
+
+
+def test_far_cursor_moves_cannot_blow_the_screen_up() -> None:
+    for hostile in (
+        "\x1b[1999Gx\n" * 20_000,  # every row padded to a far column
+        "\x1b[99999999;99999999Hx" * 1_000,  # addresses past every limit
+        "\x1b[5000Bx" * 20_000,  # rows far apart
+    ):
+        assert len(plain_text(hostile)) <= 3 * len(hostile) + 20_000  # its text, twice in blanks
+
+
+def test_a_polled_spinner_is_one_short_outcome_in_the_facts() -> None:
+    """A Codex poll of a full-screen program (``write_stdin``) printed 330 frames of a
+    spinner; the handoff's fact quoted them all, concatenated, and ran out of room."""
+    output = f"Chunk ID: f8f597\nProcess running with session ID 42755\nOutput:\n{SPINNER}"
+    message = Message(role="tool", tool_call_id="c1", content=output)
+    facts = str(message_facts(message))
+    assert "33.9s" in facts and "1.0s" not in facts, facts
