@@ -275,7 +275,8 @@ class DeterministicSummarizer(Summarizer):
         # the head comes before every middle, so its request is the earliest seen; a
         # previous goal naming no message (another summarizer's words) is kept
         if head is not None and not (_split_focus(previous)[0] and old is None):
-            return self._kept_goal(head, limit) + focus, facts, old
+            same = old is not None and old.message_id == head.message_id
+            return self._kept_goal(head, limit) + focus, facts, None if same else old
         earlier = (
             first is not None
             and first.message_id is not None

@@ -64,9 +64,7 @@ SPINNER = "".join(
         ("x\x1b[9999;1Hy", "x\n\n\ny"),  # rows with nothing drawn: at most two blank lines
     ],
 )
-def test_output_that_moves_the_cursor_is_shown_as_the_screen_was_left(
-    raw: str, shown: str
-) -> None:
+def test_output_that_moves_the_cursor_is_shown_as_the_screen_was_left(raw: str, shown: str) -> None:
     assert plain_text(raw) == shown
 
 

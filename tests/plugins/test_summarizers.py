@@ -584,6 +584,17 @@ def test_deterministic_goal_names_a_request_kept_before_the_handoff() -> None:
     ).summary
     assert quoted.goal == pointer
     assert "- #5 user: now add the benchmarks" in quoted.progress
+    # a previous goal quoting the head's own request is not placed among the facts again
+    again = summarizer.summarize(
+        SummaryRequest(
+            session_id="s",
+            messages=middle,
+            recovery_ids=[7],
+            head_request=head,
+            previous_summary=HandoffSummary(goal="Port the parser to Rust. (#2)"),
+        )
+    ).summary
+    assert again.goal == pointer and "#2 user" not in again.render()
     # another summarizer's goal, naming no message, is kept
     theirs = HandoffSummary(goal="Port the parser; the lexer is done")
     assert goal(head_request=head, previous_summary=theirs) == theirs.goal
