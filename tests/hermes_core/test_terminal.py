@@ -4,6 +4,8 @@ output sees it: the recall tools, the compressor's facts and its identifier inde
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_core.terminal import plain_text
 from hermes_hookspecs import Message
@@ -84,3 +86,26 @@ def test_a_polled_spinner_is_one_short_outcome_in_the_facts() -> None:
     message = Message(role="tool", tool_call_id="c1", content=output)
     facts = str(message_facts(message))
     assert "33.9s" in facts and "1.0s" not in facts, facts
+
+
+_PIECES = st.one_of(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
+    st.sampled_from(["\n", "\r", "\r\n", "\x08", "\t", "\x1b[K", "\x1b[2J", "\x1b[1K", "\x1b[m"]),
+    st.builds(
+        lambda n, m, final: f"\x1b[{n};{m}{final}" if final in "Hf" else f"\x1b[{n}{final}",
+        st.integers(0, 10**9),
+        st.integers(0, 10**9),
+        st.sampled_from("HfABCDEFGdJK"),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=60).map("".join))
+def test_any_stream_becomes_bounded_text_without_controls(raw: str) -> None:
+    shown = plain_text(raw)
+    assert not any((ch < " " and ch not in "\t\n") or ch == "\x7f" for ch in shown), shown
+    assert len(shown) <= 3 * len(raw) + 10_000 + 2 * raw.count("\x1b")
+    # what is on screen is text that was written, not invented
+    written = set(raw)
+    assert set(shown) <= written | {" ", "\n"}
