@@ -554,9 +554,12 @@ def test_deterministic_goal_names_a_request_kept_before_the_handoff() -> None:
     head = HandoffFact(kind="request", text="Port the parser to Rust.\nKeep the API.", message_id=2)
     middle = [Message(role="assistant", content="Reading src/parser.py first.")]
 
-    def goal(**extra: Any) -> str:
+    def summary(**extra: Any) -> HandoffSummary:
         asked = SummaryRequest(session_id="s", messages=middle, recovery_ids=[7], **extra)
-        return summarizer.summarize(asked).summary.goal
+        return summarizer.summarize(asked).summary
+
+    def goal(**extra: Any) -> str:
+        return summary(**extra).goal
 
     pointer = "Port the parser to Rust. Keep the API. (#2, kept verbatim before this summary)"
     assert goal(head_request=head) == pointer
@@ -573,27 +576,15 @@ def test_deterministic_goal_names_a_request_kept_before_the_handoff() -> None:
     draft = head.model_copy(update={"message_id": None})
     assert goal(head_request=draft).endswith(" (kept verbatim before this summary)")
     # a previous goal quoting a later request goes back among the facts
-    quoted = summarizer.summarize(
-        SummaryRequest(
-            session_id="s",
-            messages=middle,
-            recovery_ids=[7],
-            head_request=head,
-            previous_summary=HandoffSummary(goal="now add the benchmarks (#5)"),
-        )
-    ).summary
+    quoted = summary(
+        head_request=head, previous_summary=HandoffSummary(goal="now add the benchmarks (#5)")
+    )
     assert quoted.goal == pointer
     assert "- #5 user: now add the benchmarks" in quoted.progress
     # a previous goal quoting the head's own request is not placed among the facts again
-    again = summarizer.summarize(
-        SummaryRequest(
-            session_id="s",
-            messages=middle,
-            recovery_ids=[7],
-            head_request=head,
-            previous_summary=HandoffSummary(goal="Port the parser to Rust. (#2)"),
-        )
-    ).summary
+    again = summary(
+        head_request=head, previous_summary=HandoffSummary(goal="Port the parser to Rust. (#2)")
+    )
     assert again.goal == pointer and "#2 user" not in again.render()
     # another summarizer's goal, naming no message, is kept
     theirs = HandoffSummary(goal="Port the parser; the lexer is done")
