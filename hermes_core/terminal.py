@@ -5,7 +5,7 @@ command printed: they cost a model tokens, say nothing, and split the words a
 search or an extractor looks for (``\x1b[31merror\x1b[0m:``). Every reader of
 tool output (the recall tools, the compressor's facts and identifiers) strips
 them here, the same way. Output that moves the cursor about (a full-screen
-program's spinner, redrawn in place 300 times in one poll) is laid out on a
+program's spinner, redrawn in place hundreds of times in one poll) is laid out on a
 screen, so what is read is what was left on it, once.
 """
 
@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import re
 
-#: terminal control sequences: CSI (``ESC [``: colours, cursor moves), OSC (``ESC ]``:
-#: titles, links), the other escapes (``ESC ( B`` charset choices, ``ESC 7``/``ESC 8``
-#: cursor save and restore, ``ESC =``, ``ESC M``, ``ESC c``), and the C0 controls but
-#: tab, newline and carriage return
-_TERMINAL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: ESC [ parameters intermediates final
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: ESC ] text, ended by BEL or ST
+#: the control sequences but CSI, and the C0 controls but tab, newline and carriage
+#: return: OSC (``ESC ]``: titles, links), the other escapes (``ESC ( B`` charset
+#: choices, ``ESC 7``/``ESC 8`` cursor save and restore, ``ESC =``, ``ESC M``, ``ESC c``)
+_OTHER_CONTROLS = (
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: ESC ] text, ended by BEL or ST
     r"|\x1b[ -/]+[0-~]"  # ESC, intermediates, final: ESC ( B
     r"|\x1b[0-Z\\^_`-~]"  # ESC and one byte: ESC 7, ESC =, ESC M, ESC c
-    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+    r"|[\x00-\x07\x0b\x0c\x0e-\x1f\x7f]"  # C0 controls (backspace apart, in _TERMINAL)
 )
+#: terminal control sequences: CSI (``ESC [``: colours, cursor moves), backspace and
+#: :data:`_OTHER_CONTROLS`
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x08|" + _OTHER_CONTROLS)
 #: one character that starts a control sequence or is a control (ESC among them)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -35,10 +36,7 @@ _ADDRESSING = re.compile(r"\x1b\[[0-9;]*[HfABCDEFGdJ]")
 #: control sequence or control, a line end, a carriage return, a backspace, or a run of text
 _TOKEN = re.compile(
     r"\x1b\[([0-?]*)[ -/]*([@-~])"
-    r"|(\r?\n)|(\r)|(\x08)"
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -/]+[0-~]|\x1b[0-Z\\^_`-~]"
-    r"|[\x00-\x07\x0b\x0c\x0e-\x1f\x7f]"
-    r"|([^\x00-\x08\x0a-\x1f\x7f]+)"
+    r"|(\r?\n)|(\r)|(\x08)|" + _OTHER_CONTROLS + r"|([^\x00-\x08\x0a-\x1f\x7f]+)"
 )
 #: a cursor address beyond this row or column is taken as this one (a hostile
 #: ``ESC [ 99999999 ; 99999999 H`` draws no screen of that size)
@@ -91,8 +89,8 @@ def _screen(text: str) -> str:
     erase display (``J``) move and erase as a terminal does; text overwrites the cells
     it is written on, with no wrap at any width. Every other control sequence is dropped.
     An address or a move goes at most :data:`MAX_ROWS` rows and :data:`MAX_COLUMNS`
-    columns, and padding rows to a column adds at most twice the text's size in
-    blanks; the rows are returned with their trailing blanks removed, without the empty
+    columns, and padding rows to a column adds at most 10,000 blanks or twice the
+    text's size; the rows are returned with their trailing blanks removed, without the empty
     rows above and below the text, and at most :data:`MAX_BLANK_ROWS` blank lines
     between two rows.
     """

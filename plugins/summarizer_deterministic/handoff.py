@@ -269,12 +269,13 @@ class DeterministicSummarizer(Summarizer):
         ``(none)`` because it sits above the handoff, nor quoted twice.
         """
         first = next((f for f in facts if f.kind == "request"), None)
-        if _KEPT_ANCHOR.search(_split_focus(previous)[0]):
-            previous = _split_focus(previous)[1].lstrip("\n")  # a pointer is made anew
+        stated, _ = _split_focus(previous)  # the previous goal without its focus line
+        if _KEPT_ANCHOR.search(stated):  # a pointer to the head is made anew
+            previous, stated = previous[len(stated) :].lstrip("\n"), ""
         old, focus = _goal_request(previous) if previous else (None, "")
         # the head comes before every middle, so its request is the earliest seen; a
         # previous goal naming no message (another summarizer's words) is kept
-        if head is not None and not (_split_focus(previous)[0] and old is None):
+        if head is not None and not (stated and old is None):
             same = old is not None and old.message_id == head.message_id
             return self._kept_goal(head, limit) + focus, facts, None if same else old
         earlier = (
@@ -284,7 +285,7 @@ class DeterministicSummarizer(Summarizer):
             and old.message_id is not None
             and first.message_id < old.message_id
         )
-        if _split_focus(previous)[0] and not earlier:  # a focus alone is no goal to keep
+        if stated and not earlier:  # a focus alone is no goal to keep
             return previous, facts, None
         goal = self._goal(facts, limit) + focus
         rest = [f for f in facts if f is not first]

@@ -81,7 +81,8 @@ def test_far_cursor_moves_cannot_blow_the_screen_up() -> None:
 
 def test_a_polled_spinner_is_one_short_outcome_in_the_facts() -> None:
     """A Codex poll of a full-screen program (``write_stdin``) printed 330 frames of a
-    spinner; the handoff's fact quoted them all, concatenated, and ran out of room."""
+    spinner redrawn in place; the handoff's fact was its first
+    frames run together, cut, and said nothing of where the program stood."""
     output = f"Chunk ID: f8f597\nProcess running with session ID 42755\nOutput:\n{SPINNER}"
     message = Message(role="tool", tool_call_id="c1", content=output)
     facts = str(message_facts(message))
