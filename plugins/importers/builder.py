@@ -14,6 +14,10 @@ messages, assistant turns (merged by a key such as Claude Code's
   :data:`FINAL_SYNTHETIC_RESULT` (counted as ``synthetic_final_results``;
   ``metadata["unanswered_final_calls"]`` says how many), so no call is ever
   left dangling;
+* gives a tool result that arrives before any assistant turn, for a call the
+  transcript never shows (a session continued from an earlier file), the
+  synthetic call :data:`CALL_BEFORE_START` (counted as
+  ``synthetic_calls_before_start``), so its output is kept and paired;
 * renames a call id that repeats within the conversation (``renamed_call_ids``);
 * validates every message and the whole sequence before handing it out.
 """
@@ -69,6 +73,14 @@ SYNTHETIC_RESULT = (
 #: content of the tool message added for a call still open where the transcript ends
 FINAL_SYNTHETIC_RESULT = (
     "[hermes-core import: the transcript ends before this call's result was recorded]"
+)
+
+
+#: name and arguments of the call given to a result that arrives before the transcript
+#: shows any call (the session began in an earlier file)
+CALL_BEFORE_START = (
+    "unrecorded_call",
+    json.dumps({"note": "made before this transcript begins; the call was not recorded"}),
 )
 
 
@@ -140,6 +152,8 @@ class ConversationBuilder:
         self._deferred: list[_Plain | _Marker] = []
         self.counts: Counter[str] = Counter()
         self.metadata: dict[str, Any] = {}
+        #: the synthetic turn holding the calls of results that came before any call
+        self._before_start: _Turn | None = None
 
     # -- locations ---------------------------------------------------------
     def location(self, line: int | None = None) -> str:
@@ -305,7 +319,27 @@ class ConversationBuilder:
                     f"tool result for call id {call_id!r} arrives after the conversation"
                     f" moved on from its call (line {entry.line})",
                 )
+        if self._before_start is not None and turn is self._before_start:
+            self._call_before_start(turn, call_id, content, line=line, name=name)
+            return
+        if not any(isinstance(entry, _Turn) for entry in self._entries):
+            turn = _Turn(key=None, line=line, flags={"synthetic_call"})
+            self._close_for_new_turn()
+            self._entries.append(turn)
+            self._before_start = turn
+            self._call_before_start(turn, call_id, content, line=line, name=name)
+            return
         raise self.error(line, f"tool result answers unknown call id {call_id!r}")
+
+    def _call_before_start(
+        self, turn: _Turn, call_id: str, content: str, *, line: int, name: str | None
+    ) -> None:
+        """Answer ``call_id`` with ``content`` through a synthetic call in ``turn``."""
+        tool, arguments = CALL_BEFORE_START
+        call = self._make_call(CallSpec(id=call_id, name=tool, arguments=arguments, line=line))
+        call.answered, call.result, call.result_name = True, content, name
+        turn.calls.append(call)
+        self.counts["synthetic_calls_before_start"] += 1
 
     def continues(self, key: str | None) -> bool:
         """Whether an assistant event with ``key`` would merge into the open turn."""

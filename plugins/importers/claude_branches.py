@@ -11,6 +11,11 @@ response other than the chain's) is an abandoned branch.
 
 Conservative by design: only a subtree that forks off the continued chain is
 ever abandoned; records whose ancestry is broken (a missing parent) are kept.
+
+The tree, not the file, also decides the order: a record written before its
+parent (a tool result flushed ahead of the streamed assistant block that
+made the call, as some session writers do) is read right after that parent
+(:func:`causal_order`).
 """
 
 from __future__ import annotations
@@ -127,6 +132,36 @@ def follow_branches(records: Sequence[_HasData]) -> Branches:
         abandoned=[abandoned[n] for n in order],
         fork_points=[forks[n] for n in order],
     )
+
+
+def causal_order(records: Sequence[_HasData]) -> list[Any]:
+    """``records`` (one thread) in file order, except that a record whose parent comes
+    later in the file follows its parent instead (its own children with it).
+
+    File order is kept wherever it agrees with ``parentUuid``; a record whose parent is
+    not among ``records`` stays where it is; records caught in a parent cycle keep
+    their file order at the end.
+    """
+    present = {uuid for record in records if isinstance(uuid := record.data.get("uuid"), str)}
+    placed: set[str] = set()
+    waiting: dict[str, list[Any]] = defaultdict(list)
+    out: list[Any] = []
+    for record in records:
+        parent = _parent(record.data)
+        if parent is not None and parent in present and parent not in placed:
+            waiting[parent].append(record)
+            continue
+        stack = [record]
+        while stack:  # the record, then whatever waited for it, depth first in file order
+            current = stack.pop()
+            out.append(current)
+            uuid = current.data.get("uuid")
+            if isinstance(uuid, str) and uuid not in placed:
+                placed.add(uuid)
+                stack.extend(reversed(waiting.pop(uuid, ())))
+    if waiting:
+        out.extend(sorted((r for group in waiting.values() for r in group), key=lambda r: r.line))
+    return out
 
 
 def branch_with_context(kept: Sequence[_HasData], branch: Sequence[_HasData]) -> list[Any]:

@@ -8,6 +8,9 @@ files beside the session) and, on request, one per abandoned branch:
 * the branch that was continued after a rewind is followed
   (:mod:`.claude_branches`); abandoned branches are counted in ``skipped``
   and imported as their own conversations with ``include_abandoned_branches``;
+* records are read in the order of their ``parentUuid`` tree: one written
+  before its parent (a tool result flushed ahead of the streamed block
+  that made the call) follows the parent;
 * consecutive ``assistant`` records sharing ``message.id`` are one API
   response written block by block; they merge into one assistant message,
   even when the results of its first calls were written in between;
@@ -44,7 +47,7 @@ from hermes_hookspecs import (
 )
 
 from .builder import ConversationBuilder, earliest_timestamp
-from .claude_branches import branch_with_context, follow_branches
+from .claude_branches import branch_with_context, causal_order, follow_branches
 from .claude_records import Queue, feed_assistant, feed_system, feed_user
 from .claude_threads import (
     MESSAGE_TYPES,
@@ -325,7 +328,7 @@ class ClaudeCodeImporter(Importer):
         models: Counter[str] = Counter()
         tool_errors = 0
         tool_calls: Counter[str] = Counter()
-        for record in thread.records:
+        for record in causal_order(thread.records):
             data = record.data
             kind = data["type"]
             if kind == "assistant":

@@ -43,7 +43,11 @@ from hermes_plugin_importers import (
     openhands_events,
     swe_agent,
 )
-from hermes_plugin_importers.builder import FINAL_SYNTHETIC_RESULT, SYNTHETIC_RESULT
+from hermes_plugin_importers.builder import (
+    CALL_BEFORE_START,
+    FINAL_SYNTHETIC_RESULT,
+    SYNTHETIC_RESULT,
+)
 from hermes_plugin_importers.claude_code import ClaudeCodeImporter
 from hermes_plugin_importers.codex_rollout import CodexRolloutImporter
 from hermes_plugin_importers.openai_chat import OpenAIChatImporter
@@ -587,13 +591,66 @@ def test_unknown_call_id_names_the_line(tmp_path: Path) -> None:
         OpenHandsEventsImporter().load(path)
 
 
+def _messages(conversation: ImportedConversation) -> list[dict[str, Any]]:
+    return [message.to_api() for message in conversation.messages]
+
+
+def test_records_are_read_in_the_order_of_their_parent_tree(tmp_path: Path) -> None:
+    """A record written before its parent (as some session writers flush a tool result
+    ahead of the streamed block that made the call) is read after it."""
+    lines = _raw_lines(_file("entireio-cli-3dffd2ffdd52"))
+    (original,) = ClaudeCodeImporter().load(_file("entireio-cli-3dffd2ffdd52"))
+    # line 8 answers the call of line 7: written first, as in real checkpoint files
+    ahead = [*lines[:6], lines[7], lines[6], *lines[8:]]
+    (session,) = ClaudeCodeImporter().load(_write_lines(tmp_path / "ahead.jsonl", ahead))
+    assert _messages(session) == _messages(original)
+    # the next turn (lines 9-12, which descend from line 8) written before line 8
+    late = [*lines[:7], *lines[8:12], lines[7], *lines[12:]]
+    (session,) = ClaudeCodeImporter().load(_write_lines(tmp_path / "late.jsonl", late))
+    assert _messages(session) == _messages(original)
+
+
+def test_a_transcript_that_begins_with_a_result_keeps_it_under_a_synthetic_call(
+    tmp_path: Path,
+) -> None:
+    """A session continued from an earlier file begins with the result of a call made there."""
+    lines = _raw_lines(_file("entireio-cli-3dffd2ffdd52"))
+    (original,) = ClaudeCodeImporter().load(_file("entireio-cli-3dffd2ffdd52"))
+    (session,) = ClaudeCodeImporter().load(_write_lines(tmp_path / "cut.jsonl", lines[7:]))
+    first, result, *rest = _messages(session)
+    (call,) = first["tool_calls"]
+    assert call["function"]["name"] == CALL_BEFORE_START[0]
+    assert "before this transcript begins" in call["function"]["arguments"]
+    at = next(i for i, m in enumerate(_messages(original)) if m.get("role") == "tool")
+    assert result == _messages(original)[at]  # the output, its id and content, is kept
+    assert rest[-100:] == _messages(original)[-100:]  # and the rest of the session as it was
+    assert session.metadata["counts"]["synthetic_calls_before_start"] == 1
+    assert session.metadata["flags"]["synthetic_call"] == [0]
+
+    codex = _raw_lines(_file("entireio-entire-graph-54fb"))
+    index = next(i for i, line in enumerate(codex) if '"function_call_output"' in line)
+    cut = [codex[0], *codex[index:]]  # the session's meta, then a result whose call is gone
+    (rollout,) = CodexRolloutImporter().load(_write_lines(tmp_path / "codex.jsonl", cut))
+    start = next(i for i, m in enumerate(rollout.messages) if m.role != "system")
+    calls = rollout.messages[start].tool_calls
+    assert calls is not None and calls[0].function.name == CALL_BEFORE_START[0]
+    assert rollout.messages[start + 1].role == "tool"
+    first_call = next(i for i, line in enumerate(cut) if '"type":"function_call"' in line)
+    orphans = sum('"function_call_output"' in line for line in cut[:first_call])
+    assert rollout.metadata["counts"]["synthetic_calls_before_start"] == orphans >= 1
+
+
 def test_a_result_after_the_conversation_moved_on_is_an_error(tmp_path: Path) -> None:
     lines = _raw_lines(_file("entireio-cli-3dffd2ffdd52"))
-    # line 8 answers the call made on line 7; move it after the next turn's call and result
+    # line 8 answers the call made on line 7; move it after the next turn's call and result,
+    # in the file and in the parent tree (the next turn hangs off the call, line 8 off
+    # the record it now follows)
+    _edit_json_line(lines, 8, lambda r: r.update(parentUuid=json.loads(lines[6])["uuid"]))
+    _edit_json_line(lines, 7, lambda r: r.update(parentUuid=json.loads(lines[11])["uuid"]))
     moved = lines.pop(7)
-    lines.insert(12, moved)
+    lines.insert(11, moved)
     path = _write_lines(tmp_path / "late.jsonl", lines)
-    with pytest.raises(ImportFormatError, match=r"late\.jsonl:13: .*moved on from its call"):
+    with pytest.raises(ImportFormatError, match=r"late\.jsonl:12: .*moved on from its call"):
         ClaudeCodeImporter().load(path)
 
 
