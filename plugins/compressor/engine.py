@@ -27,9 +27,10 @@ kept as they are):
    middle, then the tail. The summary is a typed record:
    ``Message(role="user", kind="summary", summary=HandoffSummary(...),
    content=summary.render())`` - fenced by explicit begin/end markers and
-   marked reference-only. When the result still exceeds ``FIT_RATIO`` (55%)
-   of the trigger (one huge tool output in the latest round, or a call that
-   wrote a patch or a whole file), the largest tool outputs of the tail are
+   marked reference-only. When the result with the system prompt and tool
+   schemas still exceeds ``FIT_RATIO`` (55%) of the trigger (one huge tool
+   output in the latest round, or a call that wrote a patch or a whole file),
+   the largest tool outputs of the tail are
    cut to a head-and-end excerpt and the largest calls' long string arguments
    cut, each naming the stored message that holds them whole when it has one
    (:func:`.prune.fit_tail`); without this a session whose tail alone
@@ -95,7 +96,7 @@ from hermes_hookspecs.compression import EngineHost
 from .facts import closing_answers, extract_facts, strip_reasoning
 from .groups import group_starts, snap_back, snap_forward
 from .items import Item
-from .prune import FIT_RATIO, fit_tail, fitted_tokens, prune
+from .prune import fit_limit, fit_tail, fitted_tokens, prune
 from .repair import plan_repair, stub_message
 from .session_state import SessionState
 from .settings import CompressorSettings
@@ -408,8 +409,9 @@ class _Work:
             None,
         )
         # the tail's long tool outputs and calls yield to the handoff: fit_tail cuts them
-        # (pointer included) when the view would be over its limit
-        limit = int(settings.threshold_tokens * FIT_RATIO)
+        # (pointer included) when the view would be over its limit; the messages' limit is
+        # what the system prompt leaves of it (a prompt past it leaves them an eighth)
+        limit = fit_limit(settings.threshold_tokens, request.system_tokens)
         kept = (
             request.system_tokens
             + sum(it.tokens for it in [*system, *body[:head_end], *carried_items])

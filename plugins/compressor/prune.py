@@ -215,6 +215,15 @@ def prune(
 
 #: after reassembly the view must sit under this share of the trigger, or the tail is fitted
 FIT_RATIO = 0.55
+
+
+def fit_limit(threshold_tokens: int, system_tokens: int) -> int:
+    """The most tokens the messages of a compressed view may take before :func:`fit_tail`
+    cuts the tail: :data:`FIT_RATIO` of the threshold less the system prompt and tool
+    schemas (which stay beside the messages), never under an eighth of the threshold."""
+    return max(int(threshold_tokens * FIT_RATIO) - system_tokens, threshold_tokens // 8)
+
+
 #: a fitted piece keeps this many characters per token of its share (tool traffic is dense)
 FIT_CHARS_PER_TOKEN = 3
 

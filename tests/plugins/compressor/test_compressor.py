@@ -615,6 +615,35 @@ def test_a_huge_tool_output_in_the_tail_is_cut_to_an_excerpt_so_the_view_fits(
     assert not sequence_problems(out_messages(result))
 
 
+def test_the_tail_is_fitted_beside_a_large_system_prompt(
+    engine: ContextCompressor, host: PluginHost
+) -> None:
+    """The system prompt stays beside the messages: with one taking 40% of the trigger and
+    a last round of three long outputs, the view after a compaction (prompt included)
+    still ends well under the trigger."""
+    from hermes_plugin_compressor.prune import FIT_RATIO, fit_limit
+
+    messages = session(turns=6, output_chars=2_000)[:-1]
+    ids = ["a", "b", "c"]
+    calls = [call(i, cmd=f"make {i}") for i in ids]
+    messages.append(Message(role="assistant", content="Building", tool_calls=calls))
+    for i in ids:
+        log = f"build {i} log line\n" * 300 + f"ERROR: linker failed on {i}\n"
+        messages.append(Message(role="tool", tool_call_id=i, content=log))
+    settings = settings_for(8_000, tail="lean")
+    system = 3_200
+    assert fit_limit(8_000, system) == int(8_000 * FIT_RATIO) - system
+    assert fit_limit(8_000, 7_000) == 1_000  # a prompt past the limit: an eighth is left
+    result = engine.compress(request(messages, settings, system_tokens=system))
+    assert result.status == "compressed", result.reason
+    # before, the messages alone were fitted to 55% and the view ended at 93% of the trigger
+    assert system + result.tokens_after <= 8_000 * 0.7
+    for i in ids:
+        cut = next(m.message for m in result.messages if m.message.tool_call_id == i)
+        assert f"ERROR: linker failed on {i}" in cut.text()  # each output's end survives
+    assert not sequence_problems(out_messages(result))
+
+
 def test_a_huge_patch_in_the_tail_is_cut_so_the_compaction_buys_room(
     engine: ContextCompressor, host: PluginHost
 ) -> None:
