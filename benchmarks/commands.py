@@ -68,6 +68,10 @@ COMMANDS: dict[str, Command] = {
         module="benchmarks.ours.search_recall",
         summary="one-search recall on the probe sessions, both stores",
     ),
+    "import-sweep": Command(
+        module="benchmarks.ours.import_sweep",
+        summary="import (and replay) every transcript of a folder: failures, skipped kinds",
+    ),
     "facts-ceiling": Command(
         module="benchmarks.ours.facts_ceiling",
         summary="the facts the extractor finds per probe session (an upper bound)",

@@ -72,3 +72,19 @@ def test_the_comparison_keeps_its_parts_and_the_torture_package_still_runs() -> 
     torture = run("benchmarks.torture", "--help")
     assert torture.returncode == 0, torture.stderr
     assert "--only" in torture.stdout
+
+
+def test_the_import_sweep_counts_formats_and_names_each_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.ours.import_sweep import main as sweep
+
+    source = REPO / "transcripts" / "swe-agent" / "pydicom-1458.traj.gz"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / source.name).write_bytes(source.read_bytes())
+    (tmp_path / "broken.jsonl").write_text('{"not": "a transcript"}\n', encoding="utf-8")
+    sweep([str(tmp_path)])
+    out = capsys.readouterr().out
+    assert out.startswith("2 files: 1 swe-agent")
+    assert "1 failed to import" in out
+    assert "broken.jsonl:1: no importer recognises this file" in out
