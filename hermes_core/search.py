@@ -15,13 +15,16 @@ string values).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_core.recall import STOPWORDS, content_words
 from hermes_core.recall import message_text as wire_text
+from hermes_core.searchkit import TermMatcher, query_terms, snippet
 from hermes_core.storekit import check_count, check_search_scope
+from hermes_hookspecs.errors import NotFoundError
 from hermes_hookspecs.messages import Message
 from hermes_hookspecs.records import SearchHit, StoredMessage
 from hermes_hookspecs.store import SessionStore
@@ -95,9 +98,15 @@ def search_with_context(
     place already taken joins that place (its window widens) instead of
     counting again; a hit whose text is the same as a place's hit joins
     that place's ``duplicates``; more hits are asked for until ``limit``
-    distinct places are filled or the store has no more. Hits on text a harness
-    injected (:attr:`Message.harness`) and on compaction summaries (``kind
-    == "summary"``) come after all others.
+    distinct places are filled or the store has no more. A hit on a compaction
+    summary (``kind == "summary"``) first opens the originals that its lines
+    covering the most query terms cite (``#N``, at most
+    :data:`CITED_PER_SUMMARY`, in scope), where the summary ranked: a
+    summary restates the facts of many messages beside each other, so it
+    matches a question better than the one message holding the answer, and
+    the place shown is that message. Hits on text a harness injected
+    (:attr:`Message.harness`) and on the summaries themselves come after all
+    others.
 
     :param store: the session store to search.
     :param query: plain text (search syntax in it is text, never operators).
@@ -122,7 +131,7 @@ def search_with_context(
         hits = store.search(
             query, session_ids=scope, include_compacted=include_compacted, limit=wanted
         )
-        places = _places(store, hits, limit, neighbours, include_compacted)
+        places = _places(store, hits, limit, neighbours, include_compacted, query, scope)
         if len(places) >= limit or len(hits) < wanted or wanted >= MAX_HITS:
             return [place.result() for place in places]
         wanted = min(MAX_HITS, wanted * 2)
@@ -179,18 +188,91 @@ def _second_hand(hit: SearchHit, rows: list[StoredMessage]) -> bool:
     return row is not None and (row.message.harness is not None or row.message.kind == "summary")
 
 
+#: a compaction summary's line names the message it stands for as ``#N`` (a store id)
+_CITATION = re.compile(r"#(\d{1,12})(?!\d)")
+#: a cited line must cover at least this many query terms (all of a shorter query)
+CITED_MIN_TERMS = 2
+#: a summary hit opens at most this many of the originals its lines cite
+CITED_PER_SUMMARY = 2
+
+
+def _cited(
+    store: SessionStore,
+    hit: SearchHit,
+    rows: list[StoredMessage],
+    matcher: TermMatcher,
+    scope: Sequence[str] | None,
+    neighbours: int,
+) -> list[tuple[SearchHit, list[StoredMessage]]]:
+    """The originals that a compaction summary hit's best-matching lines cite, each a hit.
+
+    A summary restates many messages on lines that cite them (``- #N label:
+    text``, ``(#N)``). Its lines holding a citation are taken by the query
+    terms each covers (at least :data:`CITED_MIN_TERMS`), most first, then
+    earliest, and the first :data:`CITED_PER_SUMMARY` distinct cited rows
+    that exist and lie in ``scope`` become hits with the summary's score:
+    the search shows the evidence the summary points at. Not a summary, or
+    no such line: ``[]``.
+    """
+    row = next((r for r in rows if r.id == hit.message_id), None)
+    if row is None or row.message.kind != "summary":
+        return []
+    least = min(CITED_MIN_TERMS, max(1, len(matcher.terms)))
+    lines: list[tuple[int, int, int]] = []  # (-terms covered, line number, cited id)
+    for number, line in enumerate(message_text(row.message).splitlines()):
+        found = _CITATION.search(line)
+        if found is not None and (covered := matcher.count(line)) >= least:
+            lines.append((-covered, number, int(found.group(1))))
+    out: list[tuple[SearchHit, list[StoredMessage]]] = []
+    tried: set[int] = {row.id}
+    for _, _, cited in sorted(lines):
+        if len(out) >= CITED_PER_SUMMARY:
+            break
+        if cited in tried:
+            continue
+        tried.add(cited)
+        try:
+            window = store.message_context(cited, before=neighbours, after=neighbours)
+        except NotFoundError:  # a citation of a row that is not stored
+            continue
+        origin = next(r for r in window if r.id == cited)
+        if scope is not None and origin.session_id not in scope:
+            continue
+        update = {
+            "message_id": origin.id,
+            "session_id": origin.session_id,
+            "role": origin.message.role,
+            "snippet": snippet(message_text(origin.message), matcher.terms),
+            "active": origin.active,
+            "compacted": origin.compacted,
+            "created_at": origin.created_at,
+        }
+        out.append((hit.model_copy(update=update), window))
+    return out
+
+
 def _places(
     store: SessionStore,
     hits: list[SearchHit],
     limit: int,
     neighbours: int,
     include_compacted: bool,
+    query: str,
+    scope: Sequence[str] | None,
 ) -> list[_Place]:
     windows = [(hit, _window(store, hit, neighbours, include_compacted)) for hit in hits]
+    if include_compacted:  # a summary hit is first the originals it cites
+        matcher = TermMatcher(query_terms(query))
+        windows = [
+            pair
+            for hit, rows in windows
+            for pair in (*_cited(store, hit, rows, matcher, scope, neighbours), (hit, rows))
+        ]
     # text a harness injected (reminders, its own compaction summaries) matches many
     # queries and answers few, and our compaction summaries restate the messages they
     # stand for (each summary again, so one fact fills every place): such hits come
-    # after every other one, in store order; the originals are the evidence
+    # after every other one, in store order; the originals are the evidence (and
+    # those a summary's matching lines cite stand where the summary ranked)
     windows.sort(key=lambda pair: _second_hand(*pair))
     places: list[_Place] = []
     by_text: dict[str, _Place] = {}  # a place's hit text -> the place

@@ -308,6 +308,51 @@ def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Pat
         store.close()
 
 
+def summary_message(text: str) -> NewMessage:
+    return NewMessage.model_validate(
+        {"message": {"role": "user", "content": text, "kind": "summary", "summary": {}}}
+    )
+
+
+def test_a_summary_hit_opens_the_originals_its_matching_lines_cite(store: SessionStore) -> None:
+    sid = store.create_session(NewSession()).id
+    other = store.create_session(NewSession()).id
+    (elsewhere,) = store.append_messages(other, [user("test server push error: E-OTHER")])
+    query = "push error once test server stopped collapsing reports"
+    rows = store.append_messages(
+        sid,
+        [
+            user("go test ./internal/syncer -run TestPush"),
+            user("--- FAIL: tag sync failed: unpack error: empty packfile"),  # the answer
+            *(user(f"filler {i}") for i in range(3)),
+            # covers more of the query's words than the answer, so it ranks above it
+            user("the test server reports push error details once"),
+            *(user(f"more filler {i}") for i in range(3)),
+        ],
+    )
+    answer, decoy = rows[1], rows[5]
+    before = search_with_context(store, query, session_ids=[sid], limit=1)
+    assert [p.message.id for p in before] == [decoy.id]
+    lines = [
+        f"- #{answer.id} error: unpack error: empty packfile (from go test, once the test "
+        "server stopped collapsing reports into a push error)",
+        f"- #{elsewhere.id} error: push error once the test server stopped collapsing reports",
+        "- #99999 error: push error once the test server stopped collapsing reports",
+        f"- #{rows[2].id} agent: filler",
+    ]
+    (summary,) = store.append_messages(sid, [summary_message("\n".join(lines))])
+    places = search_with_context(store, query, session_ids=[sid], limit=3)
+    # the original the summary's best line cites stands where the summary ranked; the
+    # other session's row and a citation of no stored row are not opened; the summary
+    # itself comes after the messages
+    assert [p.message.id for p in places] == [answer.id, decoy.id, summary.id]
+    assert places[0].hit.session_id == sid and "empty packfile" in places[0].text()
+    assert all(r.session_id == sid for p in places for r in p.window)
+    # active rows only: nothing is opened through a summary (its citations are history)
+    active = search_with_context(store, query, session_ids=[sid], limit=1, include_compacted=False)
+    assert [p.message.id for p in active] == [decoy.id]
+
+
 def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
     from hermes_core.search import search_with_context
     from hermes_hookspecs import NewMessage, NewSession
