@@ -35,7 +35,9 @@ kept as they are):
    cut, each naming the stored message that holds them whole when it has one
    (:func:`.prune.fit_tail`); without this a session whose tail alone
    overflows could never get back under its trigger, or a compaction would
-   buy little room.
+   buy little room. When the head and the tail hold every message (no
+   middle) and the view is over the trigger, only this fitting is done, over
+   the whole view, and the result has no summary (:meth:`_Work._fit_only`).
 
 **Repair rule** (:mod:`.repair`), applied to the reassembled list:
 
@@ -362,6 +364,9 @@ class _Work:
             tail_start = snap_forward(rest_starts, last_summary + 1, len(rest))
         middle, tail = rest[:tail_start], rest[tail_start:]
         if not any(it.message.kind == "message" for it in middle):
+            fitted = self._fit_only([*system, *body])
+            if fitted is not None:
+                return fitted
             raise _Skipped(
                 f"nothing to compress: the tail strategy {settings.tail!r} keeps every message "
                 "after the head"
@@ -456,6 +461,43 @@ class _Work:
             fallback_used=self.fallback_used,
             notes=self.notes,
             summary_usage=self.usage,
+        )
+
+    def _fit_only(self, out: list[Item]) -> CompressionResult | None:
+        """Nothing to summarize, yet the view is over the trigger: its long tool outputs
+        and call arguments cut to excerpts, and no summary.
+
+        The first round alone can be over the trigger (a task's first reads, in
+        parallel, of four large files): the head and the tail's last group hold every
+        message, so there is no middle, and without this each request of the round
+        would go out over the window. :func:`.prune.fit_tail` cuts the largest outputs
+        and arguments of the whole view (each naming the stored message that holds
+        it whole) until it fits :func:`.prune.fit_limit`; the user's messages stay as
+        they are. ``None`` when the view is not over the trigger or nothing could be
+        cut (the compression is skipped, as before).
+        """
+        settings, request = self.settings, self.request
+        if request.system_tokens + self.tokens_before <= settings.threshold_tokens:
+            return None
+        limit = fit_limit(settings.threshold_tokens, request.system_tokens)
+        leading = next((i for i, it in enumerate(out) if it.message.role != "system"), len(out))
+        if not fit_tail(out, leading, limit, self.count):
+            return None
+        out = self._repair(out, out)
+        tokens_after = sum(item.tokens for item in out)
+        if tokens_after >= self.tokens_before:
+            return None
+        self.notes.append(
+            "nothing to summarize (the head and the tail hold every message) and the view "
+            "over the trigger: cut oversized tool traffic to excerpts to fit, no summary"
+        )
+        return CompressionResult(
+            status="compressed",
+            engine=self.engine.name,
+            messages=[item.to_new() for item in out],
+            tokens_before=self.tokens_before,
+            tokens_after=tokens_after,
+            notes=self.notes,
         )
 
     def _fitted_plan(self, rest: Sequence[Item], fixed: int) -> TailPlan:

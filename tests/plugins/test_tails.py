@@ -543,6 +543,57 @@ def test_a_long_session_with_a_large_system_prompt_stays_inside_a_small_window(
     assert report.final_active_tokens <= report.threshold_tokens
 
 
+def test_a_first_round_larger_than_the_window_is_sent_inside_it(
+    tmp_path: Any, make_host: HostFactory
+) -> None:
+    # a task whose first round reads four large files in parallel: 45K tokens before the
+    # model answers once, at a 32K window. Nothing precedes the round to summarize, and the
+    # compression was skipped, so both requests of the round went out over the window
+    # (seen on two real Claude Code sessions of entireio/cli); their outputs are now cut
+    # to excerpts in the view the round is sent on, and the turn compacts when committed
+    from pathlib import Path
+
+    from benchmarks.transcript_inputs import write_wire
+    from hermes_core.config import settings_from
+    from hermes_core.replay import replay
+    from hermes_hookspecs import Message, ToolCall, ToolFunction
+
+    def read(i: int) -> ToolCall:
+        arguments = json.dumps({"path": f"src/part{i}.go"})
+        return ToolCall(id=f"r{i}", function=ToolFunction(name="read", arguments=arguments))
+
+    messages = [
+        Message(role="user", content="Implement the plan in PLAN.md; keep the public API"),
+        Message(
+            role="assistant", content="Reading the files.", tool_calls=[read(i) for i in range(4)]
+        ),
+    ]
+    for i in range(4):
+        body = "".join(f"func part{i}_{n}(x int) int {{ return x * {n} }}\n" for n in range(700))
+        messages.append(Message(role="tool", tool_call_id=f"r{i}", content=body))
+    messages.append(Message(role="assistant", content="Read them; the plan touches part2.go."))
+    for t in range(6):
+        messages += [
+            Message(role="user", content=f"Now step {t} of the plan"),
+            Message(role="assistant", content=f"Step {t} done: edited part{t % 4}.go " * 20),
+        ]
+    source = write_wire(messages, Path(tmp_path) / "first.json")
+    host = make_host.like(
+        settings_from(
+            {
+                "session": {"path": str(Path(tmp_path) / "s.db")},
+                "memory": {"home": str(Path(tmp_path) / "mem")},
+            }
+        )
+    )
+    report = replay(host, source, format="openai-chat", context_length=32_000)
+    host.close()
+    assert report.requests >= 8
+    assert max(report.request_tokens) <= report.threshold_tokens, report.request_tokens
+    assert not report.skipped_compressions, report.skipped_compressions
+    assert report.compressions  # the turn holding the round is compacted once committed
+
+
 def test_index_skips_content_hashes_device_files_and_code_that_mentions_errors() -> None:
     text = (
         "/repo/.git/objects/7a/0c7ceb28a1ff77b8724f900af21034ce2e856e\n"

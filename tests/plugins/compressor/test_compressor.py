@@ -644,6 +644,48 @@ def test_the_tail_is_fitted_beside_a_large_system_prompt(
     assert not sequence_problems(out_messages(result))
 
 
+def first_round(files: int = 4, lines: int = 700) -> list[Message]:
+    """A task whose first round reads ``files`` large files in parallel."""
+    calls = [call(f"r{i}", name="read", path=f"src/part{i}.go") for i in range(files)]
+    out = [
+        Message(role="user", content="Implement the plan in PLAN.md; keep the public API"),
+        Message(role="assistant", content="Reading the files first.", tool_calls=calls),
+    ]
+    for i in range(files):
+        body = "".join(f"func part{i}_{n}() int {{ return {n} }}\n" for n in range(lines))
+        out.append(Message(role="tool", tool_call_id=f"r{i}", content=body + f"// END {i}\n"))
+    return out
+
+
+def test_a_first_round_over_the_trigger_is_fitted_without_a_summary(
+    engine: ContextCompressor, host: PluginHost
+) -> None:
+    """The head and the tail's last group hold the whole view (the task, then one round
+    of parallel reads larger than the trigger): there is no middle to summarize, and the
+    compression was skipped, so every request of the round went out over the window. Now
+    the outputs are cut to excerpts naming their stored rows, and no summary is made."""
+    from hermes_plugin_compressor.prune import fit_limit
+
+    messages = first_round()
+    settings = settings_for(8_000, tail="lean")
+    assert sum(host.count_message(m) for m in messages) > 8_000
+    result = engine.compress(request(messages, settings, system_tokens=1_000))
+    assert result.status == "compressed", result.reason
+    assert result.summary is None
+    out = out_messages(result)
+    assert not any(m.kind == "summary" for m in out)
+    assert 1_000 + result.tokens_after <= 1_000 + fit_limit(8_000, 1_000)
+    assert out[0] == messages[0] and out[1] == messages[1]  # the task and the calls stand
+    for i, message in enumerate(out[2:]):
+        assert message.tool_call_id == f"r{i}" and f"// END {i}" in message.text()
+        assert f"session_open(message_id={i + 3})" in message.text()  # rows 3-6 hold them
+    assert not sequence_problems(out)
+    assert any("no summary" in note for note in result.notes)
+    # under the trigger there is nothing to do: skipped, as before
+    small = engine.compress(request(first_round(lines=40), settings, manual=True))
+    assert small.status == "skipped" and "nothing to compress" in small.reason
+
+
 def test_a_huge_patch_in_the_tail_is_cut_so_the_compaction_buys_room(
     engine: ContextCompressor, host: PluginHost
 ) -> None:

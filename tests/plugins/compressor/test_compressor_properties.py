@@ -140,7 +140,8 @@ def test_compress_output_is_valid_smaller_and_keeps_a_user_turn(
     if users:
         kept = [m for m in out if m.role == "user" and m.kind == "message"]
         assert kept and kept[-1].content == users[-1].content
-    assert sum(1 for m in out if m.kind == "summary") == 1
+    # one summary; none when there was nothing to summarize and the view was only fitted
+    assert sum(1 for m in out if m.kind == "summary") == (result.summary is not None)
     # pairs are never split: a call whose result was in its group keeps a real result
     by_id = {row.id: row.message for row in rows}
     answered_in_input = {m.tool_call_id for m in repair_messages(messages) if m.role == "tool"} - {
