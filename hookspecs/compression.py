@@ -34,7 +34,8 @@ class CompressionSettings(BaseModel):
 
     :param threshold_tokens: the effective trigger in tokens (``hermes-core config show``).
     :param context_length: the model's window in tokens.
-    :param protect_first_n: head messages kept verbatim at the first compression.
+    :param protect_first_n: head messages kept verbatim at the first compression (text a
+        harness injected not counted).
     :param prune_min_chars: tool output longer than this is pruned to a placeholder.
     :param max_tool_args_chars: tool-call arguments longer than this are cut.
     :param summary_input_tokens: the most tokens handed to the summarizer at once.

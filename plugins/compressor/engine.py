@@ -8,7 +8,8 @@ kept as they are):
    and the tool results right after it form one group; every cut happens at a
    group start, so a tool call is never separated from its results (parallel
    calls included). The *head* is the first ``protect_first_n`` messages on
-   the first compression; the protection decays by one per later compression
+   the first compression (text a harness injected not counted); the
+   protection decays by one per later compression
    (``protect_first_n - (compression_index - 1)``, never below 0) and never
    reaches past a previous summary. The *tail* comes from the configured tail
    strategy (``legacy`` or ``lean``) and always starts after the previous
@@ -16,7 +17,8 @@ kept as they are):
 2. **Prune** (:mod:`.prune`) every non-system message before the tail:
    duplicate tool results collapse to the latest copy, long tool results become
    a one-line placeholder with a ``message id N`` recovery pointer, long
-   tool-call arguments are cut.
+   tool-call arguments are cut, long text a harness injected keeps its start
+   and a pointer (standing context excepted: ``prune.STANDING_HARNESS``).
 3. **Summarize** the middle with the configured summarizer (input bounded by
    ``summary_input_tokens``; chunked when the tail strategy asks for a digest;
    the previous summary is updated, not restarted; ``insights`` and ``focus``
@@ -351,7 +353,7 @@ class _Work:
         summary_positions = [i for i, it in enumerate(body) if it.message.kind == "summary"]
         protect = max(0, settings.protect_first_n - (request.compression_index - 1))
         head_limit = summary_positions[0] if summary_positions else len(body)
-        head_end = min(protect, head_limit)
+        head_end = _head_end(body, protect, head_limit)
         if head_end:
             head_end = min(snap_forward(starts, head_end, len(body)), head_limit)
         rest = body[head_end:]
@@ -849,6 +851,21 @@ class _Work:
             reasoning_tokens=self.usage.reasoning_tokens + usage.reasoning_tokens,
             model=usage.model or self.usage.model,
         )
+
+
+def _head_end(body: Sequence[Item], protect: int, limit: int) -> int:
+    """Where the protected head ends: after its ``protect``-th message that no harness
+    injected (a harness's caveats, command wrappers and environment notices before the
+    task do not use up the head, so the task is in it), at most at ``limit``."""
+    if protect <= 0:
+        return 0
+    counted = 0
+    for index, item in enumerate(body[:limit]):
+        if item.message.harness is None:
+            counted += 1
+            if counted == protect:
+                return index + 1
+    return min(limit, len(body))
 
 
 def _dialogue_tokens(middle: Sequence[Item], previous: HandoffSummary | None) -> int | None:

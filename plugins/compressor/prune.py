@@ -97,6 +97,31 @@ def placeholder(
     return f"[tool result compacted: {call} returned {chars:,} chars{said}{where}]"
 
 
+#: harness constructs that carry standing context (the project's instructions, the
+#: harness's own summary of an earlier conversation): never cut, whatever the harness
+STANDING_HARNESS = frozenset(
+    {"user_instructions", "developer_notice", "compaction_summary", "context_compaction"}
+)
+
+
+def cuttable_harness(harness: str | None) -> bool:
+    """Whether text a harness injected (``<harness>.<kind>``) may be cut when long: every
+    construct but those of :data:`STANDING_HARNESS`."""
+    return harness is not None and harness.rpartition(".")[2] not in STANDING_HARNESS
+
+
+#: a compacted harness text keeps this many characters of its start (what it was)
+HARNESS_HEAD_CHARS = 160
+
+
+def harness_placeholder(harness: str, text: str, message_id: int | None) -> str:
+    """The stand-in for a long text a harness injected: its start, then what was cut."""
+    pointer = recovery_pointer(message_id)
+    where = f"; open it with {pointer}" if pointer else ""
+    head = " ".join(text[:HARNESS_HEAD_CHARS].split())
+    return f"{head}…\n[{harness} text compacted: {len(text):,} chars{where}]"
+
+
 def _cut_value(value: Any, limit: int) -> Any:
     if isinstance(value, str) and len(value) > limit:
         return value[:limit] + f"…[{len(value) - limit:,} chars cut]"
@@ -200,6 +225,17 @@ def prune(
                     notes = item.stored.annotations if item.stored is not None else None
                     outcome = tool_outcome(message, notes)
                 content = placeholder(functions.get(index), len(text), item.recovery_id, outcome)
+                new = message.model_copy(update={"content": content})
+        elif (
+            message.harness is not None
+            and message.kind == "message"
+            and cuttable_harness(message.harness)
+        ):
+            # text a harness injected (a local command's output, a reminder) is not the
+            # user's words: kept whole in the head it would sit in every request to come
+            text = message.text()
+            if len(text) > settings.prune_min_chars:
+                content = harness_placeholder(message.harness, text, item.recovery_id)
                 new = message.model_copy(update={"content": content})
         elif message.role == "assistant" and message.tool_calls:
             limit = settings.max_tool_args_chars

@@ -686,6 +686,63 @@ def test_a_first_round_over_the_trigger_is_fitted_without_a_summary(
     assert small.status == "skipped" and "nothing to compress" in small.reason
 
 
+def test_harness_text_before_the_task_neither_fills_nor_uses_up_the_head(
+    engine: ContextCompressor, host: PluginHost
+) -> None:
+    """A real Claude Code session opened with ``/release-notes``: a caveat, the command and
+    its 13,904-token output came before the task, took the three protected head messages
+    and stayed verbatim, so its first compaction ended at 0.79 of the trigger. Harness text
+    does not count towards ``protect_first_n`` now, and a long one is cut in place."""
+    notes = "".join(f"Version 0.2.{n}: fuzzy matching for /commands, fixes\n" for n in range(900))
+    task = "Fix the `entire resume` bug after a merge; keep the CLI flags"
+    messages = [
+        Message(
+            role="user",
+            content="<local-command-caveat>Caveat</local-command-caveat>",
+            harness="claude_code.caveat",
+        ),
+        Message(
+            role="user",
+            content="<command-name>/release-notes</command-name>",
+            harness="claude_code.command",
+        ),
+        Message(
+            role="user",
+            content=f"<local-command-stdout>{notes}</local-command-stdout>",
+            harness="claude_code.command_output",
+        ),
+        Message(role="user", content=task),
+        *session(turns=8, output_chars=2_000)[1:],
+    ]
+    result = engine.compress(request(messages, settings_for(8_000, tail="lean")))
+    assert result.status == "compressed", result.reason
+    out = out_messages(result)
+    # the head: the two short harness messages as they were, the output cut to its start
+    # and a pointer, then the task itself (before, it was only summarized)
+    assert out[0] == messages[0] and out[1] == messages[1]
+    assert out[2].harness == "claude_code.command_output"
+    assert "claude_code.command_output text compacted" in out[2].text()
+    assert "session_open(message_id=3)" in out[2].text()
+    assert len(out[2].text()) < 400
+    assert out[3] == messages[3]
+    assert out[4].kind != "summary"  # the head goes on past the task (its first round)
+    assert result.tokens_after <= 8_000 * 0.6
+    assert not sequence_problems(out)
+    # standing context a harness injected (a project's instructions, its own summary of an
+    # earlier conversation) is never cut
+    from hermes_plugin_compressor.prune import cuttable_harness
+
+    assert cuttable_harness("claude_code.command_output") and cuttable_harness("x.reminder")
+    assert not cuttable_harness(None)
+    for kept in ("codex.user_instructions", "claude_code.compaction_summary"):
+        assert not cuttable_harness(kept)
+        rules = Message(role="user", content="AGENTS.md: never push to main\n" * 200, harness=kept)
+        standing = [rules, Message(role="user", content=task), *session(turns=8)[1:]]
+        result = engine.compress(request(standing, settings_for(8_000, tail="lean")))
+        assert result.status == "compressed", result.reason
+        assert out_messages(result)[0] == rules
+
+
 def test_a_huge_patch_in_the_tail_is_cut_so_the_compaction_buys_room(
     engine: ContextCompressor, host: PluginHost
 ) -> None:
