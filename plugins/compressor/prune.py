@@ -97,17 +97,26 @@ def placeholder(
     return f"[tool result compacted: {call} returned {chars:,} chars{said}{where}]"
 
 
-#: harness constructs that carry standing context (the project's instructions, the
-#: harness's own summary of an earlier conversation): never cut, whatever the harness
+#: harness constructs that carry standing context, never cut whatever the harness: the
+#: project's instructions, developer notices, what a hook added to a prompt, a harness's
+#: meta text (Claude Code's expanded slash-command prompts and skills) and its own summary
+#: of an earlier conversation
 STANDING_HARNESS = frozenset(
-    {"user_instructions", "developer_notice", "compaction_summary", "context_compaction"}
+    {
+        "user_instructions",
+        "developer_notice",
+        "hook_context",
+        "meta",
+        "compaction_summary",
+        "context_compaction",
+    }
 )
 
 
-def cuttable_harness(harness: str | None) -> bool:
+def cuttable_harness(harness: str) -> bool:
     """Whether text a harness injected (``<harness>.<kind>``) may be cut when long: every
     construct but those of :data:`STANDING_HARNESS`."""
-    return harness is not None and harness.rpartition(".")[2] not in STANDING_HARNESS
+    return harness.rpartition(".")[2] not in STANDING_HARNESS
 
 
 #: a compacted harness text keeps this many characters of its start (what it was)

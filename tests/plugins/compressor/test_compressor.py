@@ -733,8 +733,7 @@ def test_harness_text_before_the_task_neither_fills_nor_uses_up_the_head(
     from hermes_plugin_compressor.prune import cuttable_harness
 
     assert cuttable_harness("claude_code.command_output") and cuttable_harness("x.reminder")
-    assert not cuttable_harness(None)
-    for kept in ("codex.user_instructions", "claude_code.compaction_summary"):
+    for kept in ("codex.user_instructions", "claude_code.compaction_summary", "claude_code.meta"):
         assert not cuttable_harness(kept)
         rules = Message(role="user", content="AGENTS.md: never push to main\n" * 200, harness=kept)
         standing = [rules, Message(role="user", content=task), *session(turns=8)[1:]]
