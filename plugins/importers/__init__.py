@@ -12,12 +12,13 @@ Each module registers one :class:`~hermes_hookspecs.Importer` through its own
 ``swe-agent``             :mod:`.swe_agent` (SWE-agent ``.traj``)
 ``aider-chat``            :mod:`.aider_chat` (aider ``.aider.chat.history.md``)
 ``adp``                   :mod:`.adp` (Agent Data Protocol trajectories)
+``gemini-cli``            :mod:`.gemini_cli` (Gemini CLI session JSON)
 ========================  ======================================================
 
 This package module holds only pure helpers: :func:`detect_importer` picks
 the importer whose ``sniff`` accepts a file, :func:`load_transcript` loads
 a file with a named or detected importer, :func:`builtin_importers` makes
-fresh instances of the seven importers (for tests and tools that do not run
+fresh instances of the eight importers (for tests and tools that do not run
 the plugin manager).
 """
 
@@ -42,11 +43,12 @@ __all__ = [
 
 
 def builtin_importers() -> list[Importer]:
-    """New instances of the seven bundled importers, in a fixed order."""
+    """New instances of the eight bundled importers, in a fixed order."""
     from .adp import AdpImporter
     from .aider_chat import AiderChatImporter
     from .claude_code import ClaudeCodeImporter
     from .codex_rollout import CodexRolloutImporter
+    from .gemini_cli import GeminiCliImporter
     from .openai_chat import OpenAIChatImporter
     from .openhands_events import OpenHandsEventsImporter
     from .swe_agent import SweAgentImporter
@@ -59,6 +61,7 @@ def builtin_importers() -> list[Importer]:
         SweAgentImporter(),
         AiderChatImporter(),
         AdpImporter(),
+        GeminiCliImporter(),
     ]
 
 

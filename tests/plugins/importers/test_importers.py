@@ -19,6 +19,7 @@ from typing import Any
 import pluggy
 import pytest
 
+from hermes_core.detection import read_sample
 from hermes_hookspecs import (
     ENTRY_POINT_GROUP,
     PROJECT_NAME,
@@ -38,6 +39,7 @@ from hermes_plugin_importers import (
     claude_code,
     codex_rollout,
     detect_importer,
+    gemini_cli,
     load_transcript,
     openai_chat,
     openhands_events,
@@ -50,6 +52,7 @@ from hermes_plugin_importers.builder import (
 )
 from hermes_plugin_importers.claude_code import ClaudeCodeImporter
 from hermes_plugin_importers.codex_rollout import CodexRolloutImporter
+from hermes_plugin_importers.gemini_cli import GeminiCliImporter
 from hermes_plugin_importers.openai_chat import OpenAIChatImporter
 from hermes_plugin_importers.openhands_events import OpenHandsEventsImporter
 from hermes_plugin_importers.reading import iter_jsonl
@@ -102,7 +105,7 @@ def load(importers: list[Importer]) -> Loader:
 def test_bundle_is_complete_and_byte_identical() -> None:
     sources = (TRANSCRIPTS / "SOURCES.md").read_text(encoding="utf-8")
     table = dict(re.findall(r"^\| (\S+) \| \d+ \| `([0-9a-f]{64})` \|$", sources, re.M))
-    assert len(FILES) == 17
+    assert len(FILES) == 19
     assert set(table) == {p.relative_to(TRANSCRIPTS).with_suffix("").as_posix() for p in FILES}
     for path in FILES:
         name = path.relative_to(TRANSCRIPTS).with_suffix("").as_posix()
@@ -127,6 +130,16 @@ def test_sniff_picks_the_format_of_the_folder(path: Path, importers: list[Import
     accepted = [imp.name for imp in importers if imp.sniff(path, path.read_bytes()[:65536])]
     assert accepted == [path.parent.name]
     assert detect_importer(path, importers).name == path.parent.name
+
+
+def test_detection_over_every_file_under_transcripts(importers: list[Importer]) -> None:
+    """Each transcript is claimed by its folder's importer alone; the docs, probes and
+    scripts beside them by none."""
+    for path in sorted(p for p in TRANSCRIPTS.rglob("*") if p.is_file()):
+        sample = read_sample(path)
+        accepted = [imp.name for imp in importers if imp.recognise(path, sample).matched]
+        expected = [path.parent.name] if path.suffix == ".gz" else []
+        assert accepted == expected, path.relative_to(TRANSCRIPTS)
 
 
 def test_sniff_works_on_uncompressed_heads(tmp_path: Path, importers: list[Importer]) -> None:
@@ -446,6 +459,7 @@ def test_each_module_registers_its_importer_through_the_hook() -> None:
         swe_agent,
         aider_chat,
         adp,
+        gemini_cli,
     ]
     for module in modules:
         pm.register(module)
@@ -456,6 +470,7 @@ def test_each_module_registers_its_importer_through_the_hook() -> None:
         "aider-chat",
         "claude-code",
         "codex-rollout",
+        "gemini-cli",
         "openai-chat",
         "openhands-events",
         "swe-agent",
@@ -542,6 +557,11 @@ def test_detect_rejects_empty_and_unknown_files(tmp_path: Path, importers: list[
         (OpenAIChatImporter(), "pydicom-1458", r":1: expected a JSON list of messages"),
         (SweAgentImporter(), "openhands-django", r":1: expected a \.traj object"),
         (OpenAIChatImporter(), "entireio-cli-3dffd2ffdd52", r":2: invalid JSON"),
+        (GeminiCliImporter(), "entireio-cli-3dffd2ffdd52", r":2: invalid JSON"),
+        (GeminiCliImporter(), "openhands-django", r": messages\[0\]: message has no 'type'"),
+        (GeminiCliImporter(), "pydicom-1458", r":1: the session's 'messages' is not a list"),
+        (OpenAIChatImporter(), "entireio-cli-ab2b9748b105", r"messages\[0\]: unknown role None"),
+        (SweAgentImporter(), "entireio-cli-9c53780d06b7", r":1: expected a \.traj object"),
     ],
     ids=lambda value: getattr(value, "name", None) or str(value)[:24],
 )
