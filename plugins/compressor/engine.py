@@ -53,6 +53,7 @@ kept as they are):
   are;
 * at least one real user turn survives: the last real user message of the
   input is always in the output (head, tail, or carried after the summary);
+  text a harness injected (a reminder) is never taken for it;
 * the output must be strictly smaller (tokens) than the input, else the
   result is ``aborted`` and nothing changes.
 
@@ -377,7 +378,9 @@ class _Work:
 
         # carried verbatim: provider compaction items and the last real user message
         carried_items = [it for it in middle if it.message.kind == "compaction"]
-        last_user = next((it for it in reversed(body) if it.is_real_user), None)
+        last_user = next(
+            (it for it in reversed(body) if it.is_real_user and it.message.harness is None), None
+        )
         carry_user = last_user is not None and any(it is last_user for it in middle)
 
         # 2. prune everything before the tail (system messages untouched)

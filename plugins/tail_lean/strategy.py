@@ -122,7 +122,11 @@ class LeanTail(TailStrategy):
         evicted, tail = rows[:start], rows[start:]
         # the engine carries the last real user message verbatim: not "evicted"
         carried = max(
-            (i for i, m in enumerate(messages) if m.role == "user" and m.kind == "message"),
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.role == "user" and m.kind == "message" and m.harness is None
+            ),
             default=-1,
         )
         skip = carried if 0 <= carried < start else -1

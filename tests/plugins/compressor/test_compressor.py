@@ -742,6 +742,46 @@ def test_harness_text_before_the_task_neither_fills_nor_uses_up_the_head(
         assert out_messages(result)[0] == rules
 
 
+def test_the_carried_user_message_is_the_users_not_a_harness_reminder(
+    engine: ContextCompressor, host: PluginHost
+) -> None:
+    """The last real user message is carried verbatim after the summary; a reminder the
+    harness injected later (a user-role message) was taken for it, and the user's last
+    request was left to the summary."""
+    request_text = "Now also fix src/app/views.py, and keep the public API as it is"
+
+    def rounds(prefix: str, count: int) -> list[Message]:
+        out: list[Message] = []
+        for t in range(count):
+            out.append(
+                Message(role="assistant", content="on it", tool_calls=[call(f"{prefix}{t}")])
+            )
+            log = f"{prefix}{t} log line\n" * 250
+            out.append(Message(role="tool", tool_call_id=f"{prefix}{t}", content=log))
+        return out
+
+    reminder = Message(
+        role="user",
+        content="<system-reminder>The todo list is empty.</system-reminder>",
+        harness="claude_code.system_reminder",
+    )
+    messages = [
+        Message(role="user", content="Fix the flaky test in src/app/models.py"),
+        *rounds("a", 4),
+        Message(role="user", content=request_text),
+        *rounds("b", 2),
+        reminder,
+        *rounds("c", 6),
+    ]
+    result = engine.compress(request(messages, settings_for(8_000, tail="lean")))
+    assert result.status == "compressed", result.reason
+    out = out_messages(result)
+    at = next(i for i, m in enumerate(out) if m.kind == "summary")
+    assert out[at + 1] == Message(role="user", content=request_text)
+    assert not any(m.harness is not None for m in out[at + 1 :])
+    assert not sequence_problems(out)
+
+
 def test_a_huge_patch_in_the_tail_is_cut_so_the_compaction_buys_room(
     engine: ContextCompressor, host: PluginHost
 ) -> None:
