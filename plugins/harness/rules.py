@@ -42,6 +42,7 @@ BLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         ("codex.developer_notice", r"\AApproved command prefix saved:.*\Z"),
         ("transcript.system_note", r"\A\[system note\]\n.*\Z"),
+        ("gemini_cli.continue", r"\ASystem: Please continue\.\Z"),
     )
 )
 
@@ -49,7 +50,7 @@ BLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 def classify(text: str) -> str | None:
     """The label of the harness construct ``text`` consists of, or None."""
     stripped = text.strip()
-    if not stripped or stripped[0] not in "<[TA":
+    if not stripped or stripped[0] not in "<[TAS":
         return None
     first: str | None = None
     rest = stripped

@@ -59,6 +59,7 @@ from hermes_hookspecs import (
 )
 
 from .builder import CallSpec, ConversationBuilder, earliest_timestamp
+from .harness import GEMINI_CLI
 from .reading import MAJORITY, ImportLimits, decode_head, load_json_document
 
 FORMAT = "gemini-cli"
@@ -67,8 +68,6 @@ _CONVERSATION = frozenset({"user", "gemini"})
 #: record types that are notices the CLI showed the user, never sent to the model
 _NOTICES = frozenset({"info", "warning", "error"})
 _TYPES = _CONVERSATION | _NOTICES
-#: the user turn Gemini CLI sends by itself after an invalid model stream
-_CONTINUE = "System: Please continue."
 _TOKEN_KEYS = ("input", "output", "cached", "thoughts", "tool", "total")
 _SPACE = re.compile(r"\s*")
 
@@ -287,10 +286,9 @@ def _user(builder: ConversationBuilder, record: dict[str, Any], stats: _Stats) -
     if not text.strip():
         stats.skipped["message.user_empty"] += 1
         return
-    if text.strip() == _CONTINUE:
-        builder.plain("user", text, line=0, flags=("injected",), harness="gemini_cli.continue")
-    else:
-        builder.plain("user", text, line=0)
+    harness = GEMINI_CLI.whole(text)
+    flags = ("injected",) if harness else ()
+    builder.plain("user", text, line=0, flags=flags, harness=harness)
 
 
 def _gemini(builder: ConversationBuilder, record: dict[str, Any], key: str, stats: _Stats) -> bool:

@@ -103,3 +103,5 @@ class HarnessSplitter:
 
 
 CLAUDE_CODE = HarnessSplitter(CLAUDE_CODE_TAGS, CLAUDE_CODE_PHRASES)
+#: Gemini CLI's fixed phrases: the turn it sends by itself after an invalid model stream
+GEMINI_CLI = HarnessSplitter({}, {r"System: Please continue\.": "gemini_cli.continue"})

@@ -44,6 +44,7 @@ from hermes_plugin_harness.rules import classify
             "This session is being continued from a previous conversation that ran out of context.",
             "claude_code.compaction_summary",
         ),
+        ("System: Please continue.", "gemini_cli.continue"),
     ],
 )
 def test_harness_constructs_are_recognised(text: str, label: str) -> None:
@@ -58,6 +59,7 @@ def test_harness_constructs_are_recognised(text: str, label: str) -> None:
         "[Request interrupted by user] Can you go through all issues and add an e2e test?",
         "<system-reminder>x</system-reminder> and also: never push to main, please",
         "<div>html the user pasted on purpose</div>",
+        "System: Please continue. Then also rename the flag to --force",
     ],
 )
 def test_a_persons_words_are_never_marked(text: str) -> None:
