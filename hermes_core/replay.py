@@ -65,9 +65,10 @@ class RecallReport(BaseModel):
     context (system prompt and summary included). ``one_search``: the share
     with an answer in what ONE ``session_search`` call returns to the model
     (the question's content words, limit 5, each place with its neighbouring
-    messages, within the tool's token budget); ``one_search_source`` says
-    what was scored: the tool's result text, or, when no ``session_search``
-    tool is registered, the places in full. ``one_search_windows``: the share
+    messages and the user's next message, within the tool's token budget);
+    ``one_search_source`` says what was scored: the tool's result text, or,
+    when no ``session_search`` tool is registered, the places in full.
+    ``one_search_windows``: the share
     with an answer anywhere in the places that search found, in full (before
     the tool's budget cuts long messages to their matching passages).
     """
@@ -428,7 +429,7 @@ def _score_probes(
             store, probe.query(), session_ids=lineage, limit=ONE_SEARCH_LIMIT, neighbours=1
         )
         text = MESSAGE_SEPARATOR.join(
-            recall_message_text(row.message.to_api()) for place in places for row in place.window
+            recall_message_text(row.message.to_api()) for place in places for row in place.rows
         )
         if probe.hit(text):
             in_windows.append(probe.id)

@@ -3,9 +3,10 @@
 :func:`search_with_context` is what a recovery tool, ``hermes-core sessions
 search`` and the replay's one-search scoring call: one store search over a
 set of sessions (a session and its rotation ancestors), each hit returned with
-its neighbouring stored messages in write order. Hits whose windows overlap
-are one place: the window is merged and counts once against ``limit``, so
-five results are five distinct places in the history.
+its neighbouring stored messages in write order, and the user's next message
+after them. Hits whose windows overlap are one place: the window is merged
+and counts once against ``limit``, so five results are five distinct places
+in the history.
 
 :func:`content_words` is the query an agent would type for a question (the
 rule of the recall probes), and :func:`message_text` the text of a message a
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hermes_core.answer_kinds import KIND_BONUS, asked_kinds, text_holds_any
 from hermes_core.recall import STOPWORDS, content_words
 from hermes_core.recall import message_text as wire_text
 from hermes_core.searchkit import TermMatcher, query_terms, snippet
@@ -55,7 +57,13 @@ class SearchResult(BaseModel):
     best first (``hits[0] is hit``), and the window spans all of them plus
     ``neighbours`` messages on either side. ``duplicates`` are the ids of
     other hits whose text is the same as ``hit``'s (whitespace aside): a
-    rerun's identical output is not shown as a place of its own.
+    rerun's identical output is not shown as a place of its own. ``reply``
+    is the user's next message after the window (within
+    :data:`REPLY_REACH` stored messages of the session, text a harness
+    injected and summaries skipped), when there is one: what the user said
+    once the work shown was done (approved it, corrected it, asked for the
+    next step) is the outcome a search hit in the middle of tool traffic
+    does not show.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -66,15 +74,21 @@ class SearchResult(BaseModel):
     after: list[StoredMessage]
     hits: list[SearchHit]
     duplicates: list[int] = Field(default_factory=list)
+    reply: StoredMessage | None = None
 
     @property
     def window(self) -> list[StoredMessage]:
-        """Every message of the place, in write order."""
+        """The messages around the hit, in write order (without :attr:`reply`)."""
         return [*self.before, self.message, *self.after]
 
+    @property
+    def rows(self) -> list[StoredMessage]:
+        """Every message the place shows: the window, then the reply if any."""
+        return [*self.window, *([self.reply] if self.reply is not None else [])]
+
     def text(self) -> str:
-        """The text of the whole window (:func:`message_text` of each message)."""
-        return "\n\x00\n".join(message_text(row.message) for row in self.window)
+        """The text of every message shown (:func:`message_text` of each of :attr:`rows`)."""
+        return "\n\x00\n".join(message_text(row.message) for row in self.rows)
 
 
 #: a search asks the store for at most this many hits while filling ``limit`` places
@@ -106,7 +120,8 @@ def search_with_context(
     matches a question better than the one message holding the answer, and
     the place shown is that message. Hits on text a harness injected
     (:attr:`Message.harness`) and on the summaries themselves come after all
-    others.
+    others. Each place also shows the user's next message after it
+    (:attr:`SearchResult.reply`).
 
     :param store: the session store to search.
     :param query: plain text (search syntax in it is text, never operators).
@@ -133,8 +148,24 @@ def search_with_context(
         )
         places = _places(store, hits, limit, neighbours, include_compacted, query, scope)
         if len(places) >= limit or len(hits) < wanted or wanted >= MAX_HITS:
-            return [place.result() for place in places]
+            return [place.result(_reply(store, place, include_compacted)) for place in places]
         wanted = min(MAX_HITS, wanted * 2)
+
+
+#: a place's :attr:`SearchResult.reply` is looked for this many stored messages past it
+REPLY_REACH = 12
+
+
+def _reply(store: SessionStore, place: _Place, include_compacted: bool) -> StoredMessage | None:
+    """The user's next message after ``place`` (see :class:`SearchResult`), or None."""
+    later = store.message_context(max(place.rows), before=0, after=REPLY_REACH)[1:]
+    for row in later:
+        message = row.message
+        if not include_compacted and not row.active:
+            continue
+        if message.role == "user" and message.kind != "summary" and message.harness is None:
+            return None if row.id in place.rows else row
+    return None
 
 
 class _Place:
@@ -153,7 +184,7 @@ class _Place:
         for row in rows:
             self.rows.setdefault(row.id, row)
 
-    def result(self) -> SearchResult:
+    def result(self, reply: StoredMessage | None = None) -> SearchResult:
         best = self.hits[0]
         ordered = [self.rows[i] for i in sorted(self.rows)]
         at = next(i for i, row in enumerate(ordered) if row.id == best.message_id)
@@ -164,6 +195,7 @@ class _Place:
             after=ordered[at + 1 :],
             hits=list(self.hits),
             duplicates=list(self.duplicates),
+            reply=reply,
         )
 
 
@@ -208,21 +240,31 @@ def _cited(
 
     A summary restates many messages on lines that cite them (``- #N label:
     text``, ``(#N)``). Its lines holding a citation are taken by the query
-    terms each covers (at least :data:`CITED_MIN_TERMS`), most first, then
-    earliest, and the first :data:`CITED_PER_SUMMARY` distinct cited rows
-    that exist and lie in ``scope`` become hits with the summary's score:
-    the search shows the evidence the summary points at. Not a summary, or
-    no such line: ``[]``.
+    terms each covers (at least :data:`CITED_MIN_TERMS`), most first, a line
+    holding a kind of text the query asks for (a duration, an error line:
+    :mod:`hermes_core.answer_kinds`) weighing ``1 + KIND_BONUS`` times its
+    terms, as such a row ranks; then earliest. The first
+    :data:`CITED_PER_SUMMARY` distinct cited rows that exist and lie in
+    ``scope`` become hits with the summary's score: the search shows the
+    evidence the summary points at. Not a summary, or no such line: ``[]``.
     """
     row = next((r for r in rows if r.id == hit.message_id), None)
     if row is None or row.message.kind != "summary":
         return []
     least = min(CITED_MIN_TERMS, max(1, len(matcher.terms)))
-    lines: list[tuple[int, int, int]] = []  # (-terms covered, line number, cited id)
+    kinds = asked_kinds(matcher.terms)
+    lines: list[tuple[float, int, int]] = []  # (-weight, line number, cited id)
     for number, line in enumerate(message_text(row.message).splitlines()):
         found = _CITATION.search(line)
-        if found is not None and (covered := matcher.count(line)) >= least:
-            lines.append((-covered, number, int(found.group(1))))
+        if found is None or (covered := matcher.count(line)) < least:
+            continue
+        weight = float(covered)
+        # a line holding what the query asks for (a duration, an error line) weighs as
+        # a row holding it ranks (its author is not known here: the user's request,
+        # a kind held by its author, does not count)
+        if kinds and text_holds_any(kinds, line):
+            weight *= 1.0 + KIND_BONUS
+        lines.append((-weight, number, int(found.group(1))))
     out: list[tuple[SearchHit, list[StoredMessage]]] = []
     tried: set[int] = {row.id}
     for _, _, cited in sorted(lines):

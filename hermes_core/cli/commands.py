@@ -260,6 +260,11 @@ def sessions_search(
                 {"id": r.id, "role": r.message.role, "text": r.message.text()[:500]}
                 for r in result.window
             ],
+            "reply": (
+                {"id": result.reply.id, "text": result.reply.message.text()[:500]}
+                if result.reply is not None
+                else None
+            ),
         }
         for result in results
     ]
@@ -280,6 +285,9 @@ def sessions_search(
         click.echo(f"    {one_line(found['snippet'])}")
         for row in item["context"]:
             click.echo(f"      #{row['id']} {row['role']}: {one_line(row['text'], 140)}")
+        if item["reply"] is not None:
+            reply = item["reply"]
+            click.echo(f"      then #{reply['id']} user: {one_line(reply['text'], 140)}")
 
 
 @sessions_group.command("prefix")

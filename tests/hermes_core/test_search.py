@@ -20,6 +20,7 @@ import pytest
 
 from hermes_core.replay import pick_importer
 from hermes_core.search import (
+    REPLY_REACH,
     STOPWORDS,
     SearchResult,
     content_words,
@@ -351,6 +352,85 @@ def test_a_summary_hit_opens_the_originals_its_matching_lines_cite(store: Sessio
     # active rows only: nothing is opened through a summary (its citations are history)
     active = search_with_context(store, query, session_ids=[sid], limit=1, include_compacted=False)
     assert [p.message.id for p in active] == [decoy.id]
+
+
+def test_a_summary_line_holding_what_the_query_asks_for_is_cited_first(
+    store: SessionStore,
+) -> None:
+    """Lines covering as many of the query's words: the one holding the kind of text
+    the query asks for ("how long": a duration) opens its original first."""
+    sid = store.create_session(NewSession()).id
+    rows = store.append_messages(
+        sid,
+        [
+            user("checked the setup step"),
+            *(user(f"filler {i}") for i in range(3)),
+            user("checked the fixtures"),
+            *(user(f"more filler {i}") for i in range(3)),
+            user("ok  github.com/acme/cli/internal/e2e  71.643s"),  # the answer
+            *(user(f"last filler {i}") for i in range(3)),
+        ],
+    )
+    rows = [rows[0], rows[4], rows[8]]
+    lines = [  # each line covers "integration" and "test"; only the last holds a duration
+        f"- #{rows[0].id} ran: integration test setup -> done",
+        f"- #{rows[1].id} ran: integration test fixtures -> done",
+        f"- #{rows[2].id} ran: go test -tags=integration ./... -> ok e2e 71.643s",
+    ]
+    (summary,) = store.append_messages(sid, [summary_message("\n".join(lines))])
+    places = search_with_context(store, "long integration test take", session_ids=[sid], limit=3)
+    assert [p.message.id for p in places] == [rows[2].id, rows[0].id, summary.id]
+    assert "71.643s" in places[0].text()
+    # a query asking for no kind: the earliest lines, as before
+    plain = search_with_context(store, "integration test", session_ids=[sid], limit=3)
+    assert [p.message.id for p in plain] == [rows[0].id, rows[1].id, summary.id]
+
+
+def test_a_place_shows_the_users_next_message(store: SessionStore) -> None:
+    sid = store.create_session(NewSession()).id
+    other = store.create_session(NewSession()).id
+
+    def said(role: str, text: str | None, **extra: Any) -> NewMessage:
+        return NewMessage.model_validate({"message": {"role": role, "content": text, **extra}})
+
+    def bash_call(call_id: str) -> dict[str, Any]:
+        return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+
+    rows = store.append_messages(
+        sid,
+        [
+            said("user", "make the build pass"),
+            said("assistant", "running make", tool_calls=[bash_call("t1")]),
+            said("tool", "linker failed: undefined symbol kestrel_init", tool_call_id="t1"),
+            said("assistant", "added the missing object file"),
+            said("user", "<system-reminder>stay focused</system-reminder>", harness="x.reminder"),
+            said("user", "- #3 error: linker failed", kind="summary", summary={}),
+            said("user", "good, commit it with a short message"),  # the reply
+            said("assistant", "committed"),
+        ],
+    )
+    store.append_messages(other, [said("user", "unrelated kestrel notes")])
+    (place,) = search_with_context(store, "kestrel", session_ids=[sid])
+    assert [r.id for r in place.window] == [rows[1].id, rows[2].id, rows[3].id]
+    assert place.reply is not None and place.reply.id == rows[6].id
+    assert [r.id for r in place.rows] == [rows[1].id, rows[2].id, rows[3].id, rows[6].id]
+    assert "commit it" in place.text()
+    # the user's next message inside the window already: no reply of its own
+    (wide,) = search_with_context(store, "kestrel", session_ids=[sid], neighbours=4)
+    assert wide.reply is None and rows[6].id in [r.id for r in wide.window]
+    # farther than REPLY_REACH stored messages: none
+    far = store.create_session(NewSession()).id
+    store.append_messages(
+        far,
+        [
+            said("assistant", None, tool_calls=[bash_call("t2")]),
+            said("tool", "kestrel timeout", tool_call_id="t2"),
+            *(said("assistant", f"step {i}") for i in range(REPLY_REACH + 1)),
+            said("user", "too late to be shown"),
+        ],
+    )
+    (alone,) = search_with_context(store, "kestrel", session_ids=[far])
+    assert alone.reply is None
 
 
 def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:

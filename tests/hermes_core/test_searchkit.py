@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from hermes_core.answer_kinds import DURATION, ERROR, REQUEST, asked_kinds
+from hermes_core.answer_kinds import DURATION, ERROR, REQUEST, asked_kinds, text_holds_any
 from hermes_core.searchkit import NEAR_CHARS, Candidate, TermMatcher, rank
 
 FILLER = " ".join(f"filler{i}" for i in range(120))  # about 1,000 characters
@@ -77,6 +77,17 @@ def test_rank_tier_still_follows_the_whole_row() -> None:
 )
 def test_asked_kinds(query: str, kinds: set[str]) -> None:
     assert {kind.name for kind in asked_kinds(query.split())} == kinds
+
+
+def test_text_holds_a_kind_without_its_author() -> None:
+    kinds = asked_kinds(["constraint", "long", "error"])
+    assert {kind.name for kind in kinds} == {"request", "duration", "error"}
+    assert text_holds_any(kinds, "- #12 ran: go test ./... -> ok e2e 71.643s")
+    assert text_holds_any(kinds, "- #9 error: fatal: refusing to merge")
+    # the user's words hold a request only through their author, unknown on a summary line
+    assert not text_holds_any(kinds, "- #3 user: keep the API stable")
+    assert REQUEST.held_by("user", "keep the API stable")
+    assert not text_holds_any((), "71.643s")
 
 
 @pytest.mark.parametrize(

@@ -120,6 +120,8 @@ def test_sessions_commands(replayed: tuple[Path, dict[str, Any]]) -> None:
     assert any(not m["active"] for m in shown["messages"])
     hits = json.loads(run(tmp, "sessions", "search", "django", "--session", sid, "--json").stdout)
     assert hits and hits[0]["context"]
+    # each place names the user's next message, if any (this task's one request came first)
+    assert all(h["reply"] is None for h in hits)
     compacted_hit = any(not h["hit"]["active"] for h in hits)
     assert compacted_hit, "compacted history must stay searchable"
     text = run(tmp, "sessions", "search", 'AND OR NOT "(', "--session", sid).stdout

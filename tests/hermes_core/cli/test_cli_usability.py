@@ -377,3 +377,21 @@ def test_one_line_shows_tabs_as_spaces_and_escapes_other_controls() -> None:
     from hermes_core.cli.output import one_line
 
     assert one_line("a\tb\nc\x1b[2Jd\x07") == "a b c\\x1b[2Jd\\x07"
+
+
+def test_sessions_search_shows_what_the_user_said_next(tmp_path: Path) -> None:
+    db = tmp_path / "default.db"
+    with host(db, tmp_path) as hermes:
+        session = hermes.new_session(title="reply")
+        for text in ("the heron build fails", "fine, pin the compiler then"):
+            with session.turn() as turn:
+                turn.prepare(text)
+                turn.record_response({"role": "assistant", "content": "noted"})
+                turn.commit()
+        sid = session.id
+    args = ("sessions", "search", "heron", "--session", sid, "--context", "0")
+    [place] = json.loads(run(tmp_path, *args, "--json").stdout)
+    assert [c["text"] for c in place["context"]] == ["the heron build fails"]
+    assert place["reply"]["text"] == "fine, pin the compiler then"
+    shown = run(tmp_path, *args).stdout
+    assert re.search(r"then #\d+ user: fine, pin the compiler then", shown), shown

@@ -198,6 +198,25 @@ def test_tool_calls_are_shown_once_with_decoded_arguments(host: Hermes) -> None:
     assert '\\"unknown channel NAK\\"' not in result  # not the raw JSON again
 
 
+def test_search_shows_what_the_user_said_next(host: Hermes) -> None:
+    session = host.new_session()
+    with session.turn() as turn:
+        turn.prepare("build it")
+        make = call("bash", {"c": "make"}, "b1")
+        turn.record_response({"role": "assistant", "content": None, "tool_calls": [make]})
+        turn.add_tool_result("b1", "error: linker failed W9321")
+        turn.record_response({"role": "assistant", "content": "the link step fails"})
+        turn.commit()
+    with session.turn() as turn:
+        turn.prepare("retry it with -j1, the parallel build races")
+        turn.record_response({"role": "assistant", "content": "retrying"})
+        turn.commit()
+    [found] = ask(session, call("session_search", {"query": "linker W9321"}))
+    assert re.search(
+        r"\n  then #\d+ user \(active\): retry it with -j1, the parallel build races", found
+    ), found
+
+
 def test_search_shows_terminal_output_as_text_and_names_harness_text(host: Hermes) -> None:
     """A command's colours and cursor moves are not shown (they cost tokens and say
     nothing); a harness block beside a hit is named, not shown."""
