@@ -222,6 +222,8 @@ def _second_hand(hit: SearchHit, rows: list[StoredMessage]) -> bool:
 
 #: a compaction summary's line names the message it stands for as ``#N`` (a store id)
 _CITATION = re.compile(r"#(\d{1,12})(?!\d)")
+#: the head of a summary's fact line, ``- #N label: `` (the citation and the fact's label)
+_FACT_HEAD = re.compile(r"\s*- #\d{1,12} \w+: ")
 #: a cited line must cover at least this many query terms (all of a shorter query)
 CITED_MIN_TERMS = 2
 #: a summary hit opens at most this many of the originals its lines cite
@@ -240,7 +242,8 @@ def _cited(
 
     A summary restates many messages on lines that cite them (``- #N label:
     text``, ``(#N)``). Its lines holding a citation are taken by the query
-    terms each covers (at least :data:`CITED_MIN_TERMS`), most first, a line
+    terms each covers (at least :data:`CITED_MIN_TERMS`; a fact line's
+    ``- #N label:`` head is not searched), most first, a line
     holding a kind of text the query asks for (a duration, an error line:
     :mod:`hermes_core.answer_kinds`) weighing ``1 + KIND_BONUS`` times its
     terms, as such a row ranks; then earliest. The first
@@ -256,13 +259,19 @@ def _cited(
     lines: list[tuple[float, int, int]] = []  # (-weight, line number, cited id)
     for number, line in enumerate(message_text(row.message).splitlines()):
         found = _CITATION.search(line)
-        if found is None or (covered := matcher.count(line)) < least:
+        if found is None:
+            continue
+        # a fact line's label (``error``, ``user``, ``ran``) is the format's, not its text:
+        # every error line would cover the query word "error"
+        head = _FACT_HEAD.match(line)
+        text = line[head.end() :] if head is not None else line
+        if (covered := matcher.count(text)) < least:
             continue
         weight = float(covered)
         # a line holding what the query asks for (a duration, an error line) weighs as
         # a row holding it ranks (its author is not known here: the user's request,
         # a kind held by its author, does not count)
-        if kinds and text_holds_any(kinds, line):
+        if kinds and text_holds_any(kinds, text):
             weight *= 1.0 + KIND_BONUS
         lines.append((-weight, number, int(found.group(1))))
     out: list[tuple[SearchHit, list[StoredMessage]]] = []

@@ -386,6 +386,28 @@ def test_a_summary_line_holding_what_the_query_asks_for_is_cited_first(
     assert [p.message.id for p in plain] == [rows[0].id, rows[1].id, summary.id]
 
 
+def test_a_fact_lines_label_is_not_a_query_word(store: SessionStore) -> None:
+    """``- #N error: ...`` covers the query word "error" by its format alone: the label
+    does not count, so the line that covers the query's own words is cited first."""
+    sid = store.create_session(NewSession()).id
+    rows = store.append_messages(
+        sid,
+        [
+            user("loaded"),
+            *(user(f"filler {i}") for i in range(3)),
+            user("the tests turned flaky after the fixture change"),  # the answer
+            *(user(f"more filler {i}") for i in range(3)),
+        ],
+    )
+    lines = [
+        f"- #{rows[0].id} error: fixtures loaded: 12 rows",
+        f"- #{rows[4].id} agent: the fixtures turned flaky",
+    ]
+    (summary,) = store.append_messages(sid, [summary_message("\n".join(lines))])
+    places = search_with_context(store, "error fixtures flaky", session_ids=[sid], limit=2)
+    assert [p.message.id for p in places] == [rows[4].id, summary.id]
+
+
 def test_a_place_shows_the_users_next_message(store: SessionStore) -> None:
     sid = store.create_session(NewSession()).id
     other = store.create_session(NewSession()).id
