@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import re
 import string
 import threading
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import ahocorasick
 from pydantic import BaseModel
 
 from hermes_hookspecs import (
@@ -366,6 +368,9 @@ class _Compiled:
         return self.pattern.sub(self.replacement, text)
 
 
+_second = operator.itemgetter(1)
+
+
 class Redactor:
     """Apply redaction rules to text, messages, nested values and turn records.
 
@@ -397,6 +402,18 @@ class Redactor:
                 self._always.append(index)
             for key in keys or ():
                 self._by_key.setdefault(key, []).append(index)
+        # the keys are found in one pass over the text (and one over its folded form)
+        # by an Aho-Corasick automaton, not by a scan of the text for each key
+        self._key_rules: list[list[int]] = list(self._by_key.values())
+        self._scans: list[tuple[bool, ahocorasick.Automaton]] = []
+        for folds in (False, True):
+            automaton = ahocorasick.Automaton()
+            for number, (case_blind, literal) in enumerate(self._by_key):
+                if case_blind is folds:
+                    automaton.add_word(literal, number)
+            if len(automaton):
+                automaton.make_automaton()
+                self._scans.append((folds, automaton))
 
     @classmethod
     def from_hook(cls, hook: Any) -> Redactor:
@@ -443,11 +460,12 @@ class Redactor:
         return text
 
     def _todo(self, text: str, fold: str) -> list[int]:
-        """The rules that can match ``text``, in order."""
+        """The rules that can match ``text``, in order: those without keys, and those
+        with a key the text (or, for a case-blind key, its folded form) holds."""
         picked = set(self._always)
-        for key, indexes in self._by_key.items():
-            if key[1] in (fold if key[0] else text):
-                picked.update(indexes)
+        for folds, automaton in self._scans:
+            for number in set(map(_second, automaton.iter(fold if folds else text))):
+                picked.update(self._key_rules[number])
         return sorted(picked)
 
     def redact_value(self, value: Any) -> Any:

@@ -202,6 +202,24 @@ def test_prefiltered_redaction_equals_applying_every_rule(parts: list[str]) -> N
     assert REDACTOR.redact(text) == _naive(text)
 
 
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    parts=st.lists(
+        st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=12)), min_size=1, max_size=12
+    )
+)
+def test_the_key_scan_picks_the_rules_a_scan_per_key_picks(parts: list[str]) -> None:
+    """One Aho-Corasick pass over the text (and its folded form) finds the same keys,
+    overlapping and nested ones too, as looking for each key in turn."""
+    text = "".join(parts)
+    fold = folded(text)
+    naive = set(REDACTOR._always)
+    for (folds, key), indexes in REDACTOR._by_key.items():
+        if key in (fold if folds else text):
+            naive.update(indexes)
+    assert REDACTOR._todo(text, fold) == sorted(naive)
+
+
 def test_prefilter_finds_the_literals_every_match_needs() -> None:
     def literals(pattern: str) -> str | None:
         found = prefilter(re.compile(pattern))
