@@ -160,10 +160,9 @@ def _reply(store: SessionStore, place: _Place, include_compacted: bool) -> Store
     """The user's next message after ``place`` (see :class:`SearchResult`), or None."""
     later = store.message_context(max(place.rows), before=0, after=REPLY_REACH)[1:]
     for row in later:
-        message = row.message
         if not include_compacted and not row.active:
             continue
-        if message.role == "user" and message.kind != "summary" and message.harness is None:
+        if row.message.written_by_user:
             return None if row.id in place.rows else row
     return None
 

@@ -328,6 +328,13 @@ class Message(BaseModel):
         return self
 
     # -- helpers ---------------------------------------------------------
+    @property
+    def written_by_user(self) -> bool:
+        """Whether the user wrote this message: role ``user``, an ordinary message (not a
+        handoff or a provider item) and no text a harness injected (:attr:`harness`: a
+        reminder, a command wrapper, an environment block is user-role, not the user's)."""
+        return self.role == "user" and self.kind == "message" and self.harness is None
+
     def text(self) -> str:
         """The content flattened to text (text parts joined; other parts as ``[type]``)."""
         return content_text(self.content)

@@ -378,9 +378,7 @@ class _Work:
 
         # carried verbatim: provider compaction items and the last real user message
         carried_items = [it for it in middle if it.message.kind == "compaction"]
-        last_user = next(
-            (it for it in reversed(body) if it.is_real_user and it.message.harness is None), None
-        )
+        last_user = next((it for it in reversed(body) if it.is_real_user), None)
         carry_user = last_user is not None and any(it is last_user for it in middle)
 
         # 2. prune everything before the tail (system messages untouched)
@@ -888,7 +886,7 @@ def _dialogue_tokens(middle: Sequence[Item], previous: HandoffSummary | None) ->
     own = sum(
         (it.stored.token_count or it.tokens) if it.stored is not None else it.tokens
         for position, it in enumerate(middle)
-        if position in closing or (it.is_real_user and it.message.harness is None)
+        if position in closing or it.is_real_user
     )
     return before + own
 

@@ -40,8 +40,8 @@ class Item:
 
     @property
     def is_real_user(self) -> bool:
-        """A user message written by the user (not a summary or provider item)."""
-        return self.message.role == "user" and self.message.kind == "message"
+        """A message the user wrote (:attr:`Message.written_by_user`)."""
+        return self.message.written_by_user
 
     def to_new(self) -> NewMessage:
         """The row to write for this item in the new active view.

@@ -121,14 +121,7 @@ class LeanTail(TailStrategy):
             start = later[0] if later else n
         evicted, tail = rows[:start], rows[start:]
         # the engine carries the last real user message verbatim: not "evicted"
-        carried = max(
-            (
-                i
-                for i, m in enumerate(messages)
-                if m.role == "user" and m.kind == "message" and m.harness is None
-            ),
-            default=-1,
-        )
+        carried = max((i for i, m in enumerate(messages) if m.written_by_user), default=-1)
         skip = carried if 0 <= carried < start else -1
         threshold = settings.threshold_tokens
         sections = [
@@ -163,7 +156,7 @@ class LeanTail(TailStrategy):
         fresh = [
             (rid if (rid := recovery_id(row)) > 0 else None, row.message.text())
             for position, row in enumerate(evicted)
-            if row.message.role == "user" and row.message.kind == "message" and position != skip
+            if row.message.written_by_user and position != skip
         ]
         return SummarySection(title=QUOTES_TITLE, body=select_quotes(previous, fresh, budget))
 

@@ -218,3 +218,15 @@ def test_the_distribution_name_is_used_everywhere() -> None:
         "pip install 'hermes-session-core[charts]'",
     ):
         assert line in readme
+
+
+def test_written_by_user_excludes_harness_text_handoffs_and_provider_items() -> None:
+    from hermes_hookspecs import HandoffSummary, Message
+
+    assert Message(role="user", content="fix the build").written_by_user
+    assert not Message(role="user", content="<r/>", harness="x.reminder").written_by_user
+    assert not Message(role="assistant", content="done").written_by_user
+    summary = Message(role="user", content="s", kind="summary", summary=HandoffSummary())
+    assert not summary.written_by_user
+    item = Message(role="user", content=None, kind="compaction", provider_item={"id": "c"})
+    assert not item.written_by_user

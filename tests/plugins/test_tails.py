@@ -170,6 +170,41 @@ def test_lean_sections_index_quote_and_point_at_evicted_messages() -> None:
     assert "message ids 1-10 (10 messages)" in pointers
 
 
+def test_lean_quotes_only_what_the_user_wrote() -> None:
+    """A harness's user-role text (a command caveat before the task, a reminder after the
+    last request) is neither quoted as the user's words nor taken for the message the
+    engine carries, so the real request is quoted or carried, never lost."""
+    caveat = Message(
+        role="user",
+        content="<local-command-caveat>Caveat: the messages below were generated</...>",
+        harness="claude_code.command_caveat",
+    )
+    reminder = Message(
+        role="user",
+        content="<system-reminder>the todo list is empty</system-reminder>",
+        harness="claude_code.system_reminder",
+    )
+    messages = [
+        caveat,
+        Message(role="user", content="Please fix bug #4512 on branch feature/inline-perms."),
+        *[Message(role="assistant", content="thinking " * 300) for _ in range(4)],
+        Message(role="user", content="then rerun the inline tests"),
+        *[Message(role="assistant", content="working " * 300) for _ in range(2)],
+        reminder,
+        *[Message(role="assistant", content="more " * 300) for _ in range(2)],
+        Message(role="assistant", content="tail " + "x " * 30),
+    ]
+    plan = small_band(user_quote_budget_tokens=1_500).plan(
+        tail_request(messages, settings_for(24_000))
+    )
+    assert plan.tail_start == len(messages) - 1
+    quotes = sections(plan)["User Quotes"]
+    assert "(message id 2) Please fix bug #4512" in quotes
+    assert "Caveat" not in quotes and "todo list" not in quotes
+    # the last request the user wrote is the engine's to carry: not quoted
+    assert "then rerun the inline tests" not in quotes
+
+
 def test_lean_carries_the_previous_sections_forward() -> None:
     previous = HandoffSummary(
         goal="g",
