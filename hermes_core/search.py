@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,13 +58,13 @@ class SearchResult(BaseModel):
     best first (``hits[0] is hit``), and the window spans all of them plus
     ``neighbours`` messages on either side. ``duplicates`` are the ids of
     other hits whose text is the same as ``hit``'s (whitespace aside): a
-    rerun's identical output is not shown as a place of its own. ``reply``
-    is the user's next message after the window (within
-    :data:`REPLY_REACH` stored messages of the session, text a harness
-    injected and summaries skipped), when there is one: what the user said
-    once the work shown was done (approved it, corrected it, asked for the
-    next step) is the outcome a search hit in the middle of tool traffic
-    does not show.
+    rerun's identical output is not shown as a place of its own.
+    ``replies`` are the user's next messages after the window, at most
+    :data:`REPLIES`, each within :data:`REPLY_REACH` stored messages of the
+    one before (text a harness injected and summaries skipped): what the
+    user said once the work shown was done (approved it, corrected it, asked
+    for the next step, then chose from what the agent proposed) is the
+    outcome a search hit in the middle of tool traffic does not show.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -74,17 +75,17 @@ class SearchResult(BaseModel):
     after: list[StoredMessage]
     hits: list[SearchHit]
     duplicates: list[int] = Field(default_factory=list)
-    reply: StoredMessage | None = None
+    replies: list[StoredMessage] = Field(default_factory=list)
 
     @property
     def window(self) -> list[StoredMessage]:
-        """The messages around the hit, in write order (without :attr:`reply`)."""
+        """The messages around the hit, in write order (without :attr:`replies`)."""
         return [*self.before, self.message, *self.after]
 
     @property
     def rows(self) -> list[StoredMessage]:
-        """Every message the place shows: the window, then the reply if any."""
-        return [*self.window, *([self.reply] if self.reply is not None else [])]
+        """Every message the place shows: the window, then the replies."""
+        return [*self.window, *self.replies]
 
     def text(self) -> str:
         """The text of every message shown (:func:`message_text` of each of :attr:`rows`)."""
@@ -103,6 +104,7 @@ def search_with_context(
     limit: int = 5,
     neighbours: int = 1,
     include_compacted: bool = True,
+    slight_chars: int | None = None,
 ) -> list[SearchResult]:
     """Search ``session_ids`` for ``query`` and open each hit with its neighbours.
 
@@ -120,8 +122,8 @@ def search_with_context(
     matches a question better than the one message holding the answer, and
     the place shown is that message. Hits on text a harness injected
     (:attr:`Message.harness`) and on the summaries themselves come after all
-    others. Each place also shows the user's next message after it
-    (:attr:`SearchResult.reply`).
+    others. Each place also shows the user's next messages after it
+    (:attr:`SearchResult.replies`).
 
     :param store: the session store to search.
     :param query: plain text (search syntax in it is text, never operators).
@@ -132,39 +134,56 @@ def search_with_context(
     :param neighbours: stored messages shown before and after each hit.
     :param include_compacted: also search compacted history; when false,
         the neighbours shown are active rows too.
+    :param slight_chars: a neighbour with less text than this does not count
+        as one of ``neighbours``: the window reaches one row further on its
+        side, at most ``2 * neighbours`` rows a side (:data:`SLIGHT_CHARS`
+        when None; 0 shows exactly ``neighbours``).
     :return: up to ``limit`` results, best first.
     :raises ValidationError: a bad ``limit``, ``neighbours`` or scope (the
         store's own checks apply to the query and the sessions).
     """
     check_count(limit, "limit")
     check_count(neighbours, "neighbours")
+    if slight_chars is not None:
+        check_count(slight_chars, "slight_chars")
     scope = check_search_scope(None, session_ids)
     if limit == 0 or scope == []:
         return []
+    reach = _Reach(
+        neighbours, include_compacted, SLIGHT_CHARS if slight_chars is None else slight_chars
+    )
     wanted = limit * (2 * neighbours + 1)
     while True:
         hits = store.search(
             query, session_ids=scope, include_compacted=include_compacted, limit=wanted
         )
-        places = _places(store, hits, limit, neighbours, include_compacted, query, scope)
+        places = _places(store, hits, limit, reach, query, scope)
         if len(places) >= limit or len(hits) < wanted or wanted >= MAX_HITS:
-            return [place.result(_reply(store, place, include_compacted)) for place in places]
+            return [place.result(_replies(store, place, include_compacted)) for place in places]
         wanted = min(MAX_HITS, wanted * 2)
 
 
-#: a place's :attr:`SearchResult.reply` is looked for this many stored messages past it
+#: a place shows at most this many of the user's next messages (:attr:`SearchResult.replies`)
+REPLIES = 2
+#: each reply is looked for this many stored messages past the window or the reply before
 REPLY_REACH = 12
 
 
-def _reply(store: SessionStore, place: _Place, include_compacted: bool) -> StoredMessage | None:
-    """The user's next message after ``place`` (see :class:`SearchResult`), or None."""
-    later = store.message_context(max(place.rows), before=0, after=REPLY_REACH)[1:]
+def _replies(store: SessionStore, place: _Place, include_compacted: bool) -> list[StoredMessage]:
+    """The user's next messages after ``place`` (see :class:`SearchResult`)."""
+    later = store.message_context(max(place.rows), before=0, after=REPLY_REACH * REPLIES)[1:]
+    out: list[StoredMessage] = []
+    gap = 0
     for row in later:
+        gap += 1
+        if gap > REPLY_REACH or len(out) >= REPLIES:
+            break
         if not include_compacted and not row.active:
             continue
-        if row.message.written_by_user:
-            return None if row.id in place.rows else row
-    return None
+        if row.message.written_by_user and row.id not in place.rows:
+            out.append(row)
+            gap = 0
+    return out
 
 
 class _Place:
@@ -183,7 +202,7 @@ class _Place:
         for row in rows:
             self.rows.setdefault(row.id, row)
 
-    def result(self, reply: StoredMessage | None = None) -> SearchResult:
+    def result(self, replies: Sequence[StoredMessage] = ()) -> SearchResult:
         best = self.hits[0]
         ordered = [self.rows[i] for i in sorted(self.rows)]
         at = next(i for i, row in enumerate(ordered) if row.id == best.message_id)
@@ -194,23 +213,52 @@ class _Place:
             after=ordered[at + 1 :],
             hits=list(self.hits),
             duplicates=list(self.duplicates),
-            reply=reply,
+            replies=list(replies),
         )
 
 
-def _window(
-    store: SessionStore, hit: SearchHit, neighbours: int, include_compacted: bool
-) -> list[StoredMessage]:
-    """The hit's row and ``neighbours`` rows on either side, in write order."""
-    if include_compacted:
-        return store.message_context(hit.message_id, before=neighbours, after=neighbours)
-    reach = 4 * neighbours + 4  # compacted rows in between are skipped, not shown
-    rows = store.message_context(hit.message_id, before=reach, after=reach)
-    at = next(i for i, row in enumerate(rows) if row.id == hit.message_id)
-    earlier = [row for row in rows[:at] if row.active]
-    later = [row for row in rows[at + 1 :] if row.active]
-    shown_before = earlier[len(earlier) - neighbours :] if neighbours else []
-    return [*shown_before, rows[at], *later[:neighbours]]
+#: a neighbour with less text than this (a bare tool call, an empty output, "ok") shows
+#: little of a place: it does not count as one of the neighbours shown on its side
+SLIGHT_CHARS = 500
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """Which stored messages a window around a row shows (see :func:`search_with_context`)."""
+
+    neighbours: int
+    include_compacted: bool
+    slight_chars: int
+
+    def window(self, store: SessionStore, message_id: int) -> list[StoredMessage]:
+        """The row ``message_id`` and ``neighbours`` rows on either side, in write order.
+
+        A neighbour with fewer than ``slight_chars`` characters of text does
+        not count: the window takes the next row on that side too, up to
+        ``2 * neighbours`` rows a side (a test run's output beyond the bare
+        call that started it, the user's words beyond an empty output).
+        Without ``include_compacted``, compacted rows are skipped, not shown.
+        """
+        wide = 2 * self.neighbours
+        span = wide if self.include_compacted else 4 * wide + 4
+        rows = [
+            row
+            for row in store.message_context(message_id, before=span, after=span)
+            if row.id == message_id or row.active or self.include_compacted
+        ]
+        at = next(i for i, row in enumerate(rows) if row.id == message_id)
+        return [*self._side(rows[:at][::-1])[::-1], rows[at], *self._side(rows[at + 1 :])]
+
+    def _side(self, rows: list[StoredMessage]) -> list[StoredMessage]:
+        """The nearest rows of one side (``rows`` nearest first)."""
+        out: list[StoredMessage] = []
+        counted = 0
+        for row in rows[: 2 * self.neighbours]:
+            if counted >= self.neighbours:
+                break
+            out.append(row)
+            counted += len(message_text(row.message)) >= self.slight_chars
+        return out
 
 
 def _second_hand(hit: SearchHit, rows: list[StoredMessage]) -> bool:
@@ -235,7 +283,7 @@ def _cited(
     rows: list[StoredMessage],
     matcher: TermMatcher,
     scope: Sequence[str] | None,
-    neighbours: int,
+    reach: _Reach,
 ) -> list[tuple[SearchHit, list[StoredMessage]]]:
     """The originals that a compaction summary hit's best-matching lines cite, each a hit.
 
@@ -282,7 +330,7 @@ def _cited(
             continue
         tried.add(cited)
         try:
-            window = store.message_context(cited, before=neighbours, after=neighbours)
+            window = reach.window(store, cited)
         except NotFoundError:  # a citation of a row that is not stored
             continue
         origin = next(r for r in window if r.id == cited)
@@ -305,18 +353,17 @@ def _places(
     store: SessionStore,
     hits: list[SearchHit],
     limit: int,
-    neighbours: int,
-    include_compacted: bool,
+    reach: _Reach,
     query: str,
     scope: Sequence[str] | None,
 ) -> list[_Place]:
-    windows = [(hit, _window(store, hit, neighbours, include_compacted)) for hit in hits]
-    if include_compacted:  # a summary hit is first the originals it cites
+    windows = [(hit, reach.window(store, hit.message_id)) for hit in hits]
+    if reach.include_compacted:  # a summary hit is first the originals it cites
         matcher = TermMatcher(query_terms(query))
         windows = [
             pair
             for hit, rows in windows
-            for pair in (*_cited(store, hit, rows, matcher, scope, neighbours), (hit, rows))
+            for pair in (*_cited(store, hit, rows, matcher, scope, reach), (hit, rows))
         ]
     # text a harness injected (reminders, its own compaction summaries) matches many
     # queries and answers few, and our compaction summaries restate the messages they

@@ -217,7 +217,14 @@ def sessions_show(state: State, session_id: str, show_all: bool, as_json: bool) 
 @click.option("--session", "session_id", help="Only this session.")
 @click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--active-only", is_flag=True, help="Skip compacted history.")
-@click.option("--context", "context", type=int, default=1, show_default=True)
+@click.option(
+    "--context",
+    "context",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Messages shown on each side of a hit (one with little text does not count).",
+)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_state
@@ -260,11 +267,9 @@ def sessions_search(
                 {"id": r.id, "role": r.message.role, "text": r.message.text()[:500]}
                 for r in result.window
             ],
-            "reply": (
-                {"id": result.reply.id, "text": result.reply.message.text()[:500]}
-                if result.reply is not None
-                else None
-            ),
+            "replies": [
+                {"id": reply.id, "text": reply.message.text()[:500]} for reply in result.replies
+            ],
         }
         for result in results
     ]
@@ -285,8 +290,7 @@ def sessions_search(
         click.echo(f"    {one_line(found['snippet'])}")
         for row in item["context"]:
             click.echo(f"      #{row['id']} {row['role']}: {one_line(row['text'], 140)}")
-        if item["reply"] is not None:
-            reply = item["reply"]
+        for reply in item["replies"]:
             click.echo(f"      then #{reply['id']} user: {one_line(reply['text'], 140)}")
 
 

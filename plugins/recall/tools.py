@@ -280,8 +280,7 @@ class SessionSearchTool(_Budgeted):
                     continue
                 # a hit gets twice a neighbour's room
                 lines.append(mark + _render(row, limit * 2 if is_hit else limit, rows))
-            reply = result.reply
-            if reply is not None:  # what the user said next, once the work shown was done
+            for reply in result.replies:  # what the user said next, once the work was done
                 family = reply.origin_id if reply.origin_id is not None else reply.id
                 if family in shown:
                     lines.append(f"  then {_label(reply)}: [shown above as #{shown[family]}]")

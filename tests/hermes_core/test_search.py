@@ -20,6 +20,7 @@ import pytest
 
 from hermes_core.replay import pick_importer
 from hermes_core.search import (
+    REPLIES,
     REPLY_REACH,
     STOPWORDS,
     SearchResult,
@@ -140,13 +141,13 @@ def test_window_is_write_order_within_the_session(store: SessionStore) -> None:
     for i in range(6):  # interleaved writes: ids of a and b alternate
         rows_a += store.append_messages(a, [user(f"a{i} " + ("heron" if i == 3 else "filler"))])
         rows_b += store.append_messages(b, [user(f"b{i} " + ("heron" if i == 1 else "filler"))])
-    (result,) = search_with_context(store, "heron", session_ids=[a], neighbours=2)
+    (result,) = search_with_context(store, "heron", session_ids=[a], neighbours=2, slight_chars=0)
     assert result.hit.message_id == rows_a[3].id and result.message.id == rows_a[3].id
     assert [r.id for r in result.before] == [rows_a[1].id, rows_a[2].id]
     assert [r.id for r in result.after] == [rows_a[4].id, rows_a[5].id]
     assert "heron" in result.text() and "b1" not in result.text()
     assert [h.message_id for h in result.hits] == [rows_a[3].id]
-    both = search_with_context(store, "heron", session_ids=[a, b], neighbours=1)
+    both = search_with_context(store, "heron", session_ids=[a, b], neighbours=1, slight_chars=0)
     assert {r.hit.session_id for r in both} == {a, b}
     for r in both:
         assert {row.session_id for row in r.window} == {r.hit.session_id}
@@ -160,11 +161,15 @@ def test_overlapping_windows_are_one_place(store: SessionStore) -> None:
     for at in (5, 6, 7, 15, 22, 27):  # 5-7 overlap; 15, 22 and 27 stand alone
         texts[at] = f"ptarmigan sighting {at}"
     rows = store.append_messages(sid, [user(f"{i} {t}") for i, t in enumerate(texts)])
-    results = search_with_context(store, "ptarmigan", session_ids=[sid], limit=3, neighbours=1)
+    results = search_with_context(
+        store, "ptarmigan", session_ids=[sid], limit=3, neighbours=1, slight_chars=0
+    )
     assert len(results) == 3
     windows = [set(w) for w in ids(results)]
     assert all(not (x & y) for i, x in enumerate(windows) for y in windows[i + 1 :])
-    all_places = search_with_context(store, "ptarmigan", session_ids=[sid], limit=10)
+    all_places = search_with_context(
+        store, "ptarmigan", session_ids=[sid], limit=10, slight_chars=0
+    )
     assert len(all_places) == 4
     (merged,) = [r for r in all_places if len(r.hits) > 1]
     assert sorted(h.message_id for h in merged.hits) == [rows[5].id, rows[6].id, rows[7].id]
@@ -184,7 +189,9 @@ def test_limit_counts_places_not_hits(store: SessionStore) -> None:
     for at in (20, 30, 38):
         texts[at] = f"{at} godwit"
     store.append_messages(sid, [user(t) for t in texts])
-    results = search_with_context(store, "godwit", session_ids=[sid], limit=4, neighbours=1)
+    results = search_with_context(
+        store, "godwit", session_ids=[sid], limit=4, neighbours=1, slight_chars=0
+    )
     assert len(results) == 4  # the run of 12 adjacent hits is one place, the other three follow
     windows = [set(w) for w in ids(results)]
     assert all(not (x & y) for i, x in enumerate(windows) for y in windows[i + 1 :])
@@ -202,28 +209,33 @@ def test_scope_compacted_and_bad_input(store: SessionStore) -> None:
         sid, [NewMessage(message=Message(role="user", content="summary"))], watermark=rows[-1].id
     )
     live = store.append_messages(sid, [user("plover again"), user("tail")])
-    everything = search_with_context(store, "plover", session_ids=[sid])
+    everything = search_with_context(store, "plover", session_ids=[sid], slight_chars=0)
     assert {r.hit.session_id for r in everything} == {sid}
     assert {r.message.id for r in everything} == {rows[1].id, live[0].id}
-    active = search_with_context(store, "plover", session_ids=[sid], include_compacted=False)
+    active = search_with_context(
+        store, "plover", session_ids=[sid], include_compacted=False, slight_chars=0
+    )
     assert [r.message.id for r in active] == [live[0].id]
     assert all(row.active for row in active[0].window)
-    assert search_with_context(store, "plover", session_ids=[]) == []
-    assert search_with_context(store, "", session_ids=[sid]) == []
-    assert search_with_context(store, "plover", session_ids=[sid], limit=0) == []
-    assert len(search_with_context(store, "plover", session_ids=None)) == 3
+    assert search_with_context(store, "plover", session_ids=[], slight_chars=0) == []
+    assert search_with_context(store, "", session_ids=[sid], slight_chars=0) == []
+    assert search_with_context(store, "plover", session_ids=[sid], limit=0, slight_chars=0) == []
+    assert len(search_with_context(store, "plover", session_ids=None, slight_chars=0)) == 3
     huge = "plover " + " ".join(f"t{i}" for i in range(3000))
-    assert {r.hit.session_id for r in search_with_context(store, huge, session_ids=[sid])} == {sid}
+    assert {
+        r.hit.session_id
+        for r in search_with_context(store, huge, session_ids=[sid], slight_chars=0)
+    } == {sid}
     bad: list[dict[str, Any]] = [{"limit": -1}, {"neighbours": -1}, {"limit": "5"}]
     for kwargs in bad:
         with pytest.raises(ValidationError):
-            search_with_context(store, "plover", session_ids=[sid], **kwargs)
+            search_with_context(store, "plover", session_ids=[sid], **kwargs, slight_chars=0)
     with pytest.raises(ValidationError):
-        search_with_context(store, "plover", session_ids=sid)
+        search_with_context(store, "plover", session_ids=sid, slight_chars=0)
     with pytest.raises(ValidationError):
-        search_with_context(store, "plover", session_ids=iter([sid]))  # type: ignore[arg-type]
+        search_with_context(store, "plover", session_ids=iter([sid]), slight_chars=0)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
-        search_with_context(store, 42, session_ids=[sid])  # type: ignore[arg-type]
+        search_with_context(store, 42, session_ids=[sid], slight_chars=0)  # type: ignore[arg-type]
 
 
 def test_harness_rows_come_after_the_others(tmp_path: Path) -> None:
@@ -250,7 +262,9 @@ def test_harness_rows_come_after_the_others(tmp_path: Path) -> None:
                 ),
             ],
         )
-        places = search_with_context(store, "deploy failed", session_ids=[sid], limit=2)
+        places = search_with_context(
+            store, "deploy failed", session_ids=[sid], limit=2, slight_chars=0
+        )
         assert [p.message.message.text() for p in places] == [
             "the deploy failed: E4711",
             reminder,
@@ -301,7 +315,9 @@ def test_compaction_summaries_come_after_the_messages_they_restate(tmp_path: Pat
                 summary_row(2),
             ],
         )
-        places = search_with_context(store, "deploy failed", session_ids=[sid], limit=3)
+        places = search_with_context(
+            store, "deploy failed", session_ids=[sid], limit=3, slight_chars=0
+        )
         kinds = [p.message.message.kind for p in places]
         assert places[0].message.message.text() == ORIGINAL
         assert kinds == ["message", "summary", "summary"]
@@ -332,7 +348,7 @@ def test_a_summary_hit_opens_the_originals_its_matching_lines_cite(store: Sessio
         ],
     )
     answer, decoy = rows[1], rows[5]
-    before = search_with_context(store, query, session_ids=[sid], limit=1)
+    before = search_with_context(store, query, session_ids=[sid], limit=1, slight_chars=0)
     assert [p.message.id for p in before] == [decoy.id]
     lines = [
         f"- #{answer.id} error: unpack error: empty packfile (from go test, once the test "
@@ -342,7 +358,7 @@ def test_a_summary_hit_opens_the_originals_its_matching_lines_cite(store: Sessio
         f"- #{rows[2].id} agent: filler",
     ]
     (summary,) = store.append_messages(sid, [summary_message("\n".join(lines))])
-    places = search_with_context(store, query, session_ids=[sid], limit=3)
+    places = search_with_context(store, query, session_ids=[sid], limit=3, slight_chars=0)
     # the original the summary's best line cites stands where the summary ranked; the
     # other session's row and a citation of no stored row are not opened; the summary
     # itself comes after the messages
@@ -350,7 +366,9 @@ def test_a_summary_hit_opens_the_originals_its_matching_lines_cite(store: Sessio
     assert places[0].hit.session_id == sid and "empty packfile" in places[0].text()
     assert all(r.session_id == sid for p in places for r in p.window)
     # active rows only: nothing is opened through a summary (its citations are history)
-    active = search_with_context(store, query, session_ids=[sid], limit=1, include_compacted=False)
+    active = search_with_context(
+        store, query, session_ids=[sid], limit=1, include_compacted=False, slight_chars=0
+    )
     assert [p.message.id for p in active] == [decoy.id]
 
 
@@ -378,11 +396,15 @@ def test_a_summary_line_holding_what_the_query_asks_for_is_cited_first(
         f"- #{rows[2].id} ran: go test -tags=integration ./... -> ok e2e 71.643s",
     ]
     (summary,) = store.append_messages(sid, [summary_message("\n".join(lines))])
-    places = search_with_context(store, "long integration test take", session_ids=[sid], limit=3)
+    places = search_with_context(
+        store, "long integration test take", session_ids=[sid], limit=3, slight_chars=0
+    )
     assert [p.message.id for p in places] == [rows[2].id, rows[0].id, summary.id]
     assert "71.643s" in places[0].text()
     # a query asking for no kind: the earliest lines, as before
-    plain = search_with_context(store, "integration test", session_ids=[sid], limit=3)
+    plain = search_with_context(
+        store, "integration test", session_ids=[sid], limit=3, slight_chars=0
+    )
     assert [p.message.id for p in plain] == [rows[0].id, rows[1].id, summary.id]
 
 
@@ -404,20 +426,24 @@ def test_a_fact_lines_label_is_not_a_query_word(store: SessionStore) -> None:
         f"- #{rows[4].id} agent: the fixtures turned flaky",
     ]
     (summary,) = store.append_messages(sid, [summary_message("\n".join(lines))])
-    places = search_with_context(store, "error fixtures flaky", session_ids=[sid], limit=2)
+    places = search_with_context(
+        store, "error fixtures flaky", session_ids=[sid], limit=2, slight_chars=0
+    )
     assert [p.message.id for p in places] == [rows[4].id, summary.id]
 
 
-def test_a_place_shows_the_users_next_message(store: SessionStore) -> None:
+def _said(role: str, text: str | None, **extra: Any) -> NewMessage:
+    return NewMessage.model_validate({"message": {"role": role, "content": text, **extra}})
+
+
+def _bash_call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+
+
+def test_a_place_shows_the_users_next_messages(store: SessionStore) -> None:
     sid = store.create_session(NewSession()).id
     other = store.create_session(NewSession()).id
-
-    def said(role: str, text: str | None, **extra: Any) -> NewMessage:
-        return NewMessage.model_validate({"message": {"role": role, "content": text, **extra}})
-
-    def bash_call(call_id: str) -> dict[str, Any]:
-        return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
-
+    said, bash_call = _said, _bash_call
     rows = store.append_messages(
         sid,
         [
@@ -427,32 +453,83 @@ def test_a_place_shows_the_users_next_message(store: SessionStore) -> None:
             said("assistant", "added the missing object file"),
             said("user", "<system-reminder>stay focused</system-reminder>", harness="x.reminder"),
             said("user", "- #3 error: linker failed", kind="summary", summary={}),
-            said("user", "good, commit it with a short message"),  # the reply
-            said("assistant", "committed"),
+            said("user", "what's next?"),  # the first reply: a prompt to go on
+            said("assistant", "either pin the compiler or vendor the object file"),
+            said("user", "pin the compiler, one commit each"),  # the second: the decision
+            said("assistant", "pinned"),
+            said("user", "thanks"),  # a third is not shown
         ],
     )
     store.append_messages(other, [said("user", "unrelated kestrel notes")])
-    (place,) = search_with_context(store, "kestrel", session_ids=[sid])
+    (place,) = search_with_context(store, "kestrel", session_ids=[sid], slight_chars=0)
     assert [r.id for r in place.window] == [rows[1].id, rows[2].id, rows[3].id]
-    assert place.reply is not None and place.reply.id == rows[6].id
-    assert [r.id for r in place.rows] == [rows[1].id, rows[2].id, rows[3].id, rows[6].id]
-    assert "commit it" in place.text()
-    # the user's next message inside the window already: no reply of its own
-    (wide,) = search_with_context(store, "kestrel", session_ids=[sid], neighbours=4)
-    assert wide.reply is None and rows[6].id in [r.id for r in wide.window]
-    # farther than REPLY_REACH stored messages: none
+    assert [r.id for r in place.replies] == [rows[6].id, rows[8].id] and REPLIES == 2
+    assert [r.id for r in place.rows] == [r.id for r in (*rows[1:4], rows[6], rows[8])]
+    assert "one commit each" in place.text() and "thanks" not in place.text()
+    # the user's next message inside the window already: the replies come after the window
+    (wide,) = search_with_context(store, "kestrel", session_ids=[sid], neighbours=4, slight_chars=0)
+    assert rows[6].id in [r.id for r in wide.window]
+    assert [r.id for r in wide.replies] == [rows[8].id, rows[10].id]
+    # farther than REPLY_REACH stored messages: none; the second counts from the first
     far = store.create_session(NewSession()).id
-    store.append_messages(
+    later = store.append_messages(
         far,
         [
             said("assistant", None, tool_calls=[bash_call("t2")]),
             said("tool", "kestrel timeout", tool_call_id="t2"),
+            said("assistant", "retrying"),
+            said("user", "raise the timeout"),
+            *(said("assistant", f"step {i}") for i in range(REPLY_REACH)),
+            said("user", "too late to be shown"),
+        ],
+    )
+    (alone,) = search_with_context(store, "kestrel", session_ids=[far], slight_chars=0)
+    assert [r.id for r in alone.replies] == [later[3].id]
+    gone = store.create_session(NewSession()).id
+    store.append_messages(
+        gone,
+        [
+            said("assistant", None, tool_calls=[bash_call("t3")]),
+            said("tool", "kestrel lost", tool_call_id="t3"),
             *(said("assistant", f"step {i}") for i in range(REPLY_REACH + 1)),
             said("user", "too late to be shown"),
         ],
     )
-    (alone,) = search_with_context(store, "kestrel", session_ids=[far])
-    assert alone.reply is None
+    (none,) = search_with_context(store, "kestrel", session_ids=[gone], slight_chars=0)
+    assert none.replies == []
+
+
+def test_a_slight_neighbour_does_not_count(store: SessionStore) -> None:
+    """A bare tool call or an empty output beside a hit shows little: the window reaches
+    one row past it on that side (the test run the call started, what came before)."""
+    sid = store.create_session(NewSession()).id
+    said, bash_call = _said, _bash_call
+    output = "--- FAIL: TestPrune\n    push target refs: status code: 500\n" + "trace line\n" * 60
+    rows = store.append_messages(
+        sid,
+        [
+            said("user", "why does prune fail? " + "context " * 80),
+            said("assistant", None, tool_calls=[bash_call("t1"), bash_call("t2")]),
+            said("tool", output, tool_call_id="t1"),  # the answer, two rows before the hit
+            said("assistant", None, tool_calls=[bash_call("t3"), bash_call("t4")]),  # slight
+            said("tool", "sed of osprey_server.go\n" + "code line\n" * 80, tool_call_id="t3"),
+            said("tool", "", tool_call_id="t4"),  # an empty output: slight
+            said("assistant", "the test harness collapses reports into 500 " + "x" * 500),
+            said("assistant", "not shown: a substantial row came before it"),
+        ],
+    )
+    (place,) = search_with_context(store, "osprey server", session_ids=[sid])
+    assert place.hit.message_id == rows[4].id
+    assert [r.id for r in place.window] == [r.id for r in rows[2:7]]
+    assert "status code: 500" in place.text()
+    # at most 2 * neighbours rows a side, however slight they are
+    (tight,) = search_with_context(store, "osprey server", session_ids=[sid], slight_chars=10**6)
+    assert [r.id for r in tight.window] == [r.id for r in rows[2:7]]
+    # 0: exactly the neighbours
+    (exact,) = search_with_context(store, "osprey server", session_ids=[sid], slight_chars=0)
+    assert [r.id for r in exact.window] == [r.id for r in rows[3:6]]
+    with pytest.raises(ValidationError):
+        search_with_context(store, "osprey", session_ids=[sid], slight_chars=-1)
 
 
 def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
@@ -477,7 +554,9 @@ def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
                 msg("the replicate run failed on push: short pkt-line 4 " + "x " * 40),
             ],
         )
-        places = search_with_context(store, "replicate failed", session_ids=[sid], limit=2)
+        places = search_with_context(
+            store, "replicate failed", session_ids=[sid], limit=2, slight_chars=0
+        )
         assert [p.message.message.text() for p in places][1].startswith("the replicate run")
         assert sorted([places[0].hit.message_id, *places[0].duplicates]) == [rows[0].id, rows[4].id]
     finally:

@@ -7,7 +7,14 @@ import time
 
 import pytest
 
-from hermes_core.answer_kinds import DURATION, ERROR, REQUEST, asked_kinds, text_holds_any
+from hermes_core.answer_kinds import (
+    DURATION,
+    ERROR,
+    HEX_ID,
+    REQUEST,
+    asked_kinds,
+    text_holds_any,
+)
 from hermes_core.searchkit import NEAR_CHARS, Candidate, TermMatcher, rank
 
 FILLER = " ".join(f"filler{i}" for i in range(120))  # about 1,000 characters
@@ -67,12 +74,15 @@ def test_rank_tier_still_follows_the_whole_row() -> None:
         ("traceback celery task", {"error"}),
         ("constraint deploy window", {"request"}),
         ("require staging approval", {"request"}),
+        ("HEAD go-git main before NAK test", {"hex_id"}),
+        ("sha release tag", {"hex_id"}),
         # a word with another common sense is no cue
         ("plan command failed no-thin", set()),  # a circumstance, not the answer
         ("approach did we take", set()),
         ("git status output after rebase", set()),
         ("status migration", set()),
         ("integration test package", set()),
+        ("commit message of the fix", set()),  # a commit is not always its id
     ],
 )
 def test_asked_kinds(query: str, kinds: set[str]) -> None:
@@ -131,6 +141,25 @@ def test_error_is_an_error_line(text: str, held: bool) -> None:
     assert ERROR.held_by("tool", text) is held
 
 
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("ba8e2c6f Merge pull request #1947", True),
+        ("HEAD is now at 37f2981 Add fetch smoke command", True),
+        ("[soph/replicate a9b1834] Add CLI tests", True),
+        ("commit 9d5dbc1f0e2a4b6c8d0e2f4a6b8c0d2e4f6a8b0c", True),  # a full SHA-1
+        ("1234567 rows", False),  # digits only
+        ("a defaced page", False),  # letters only
+        ("0x1f2e3d4c5b", False),  # a hex literal, not an id word
+        ("token " + "ab12" * 20, False),  # 80 hex digits: a blob, not an id
+        ("Ba8e2c6f", False),  # git prints ids in lower case
+        ("ba8e2c", False),  # six: too short
+    ],
+)
+def test_hex_id_is_a_commit_like_word(text: str, held: bool) -> None:
+    assert HEX_ID.held_by("tool", text) is held
+
+
 def test_kind_tests_take_linear_time_on_hostile_rows() -> None:
     """A 200 KB run of digits or of one letter, 32 query terms: no rescan per position
     (the duration test took 22 s on 32 KB of digits, the proximity scan 1.8 s a row)."""
@@ -138,6 +167,7 @@ def test_kind_tests_take_linear_time_on_hostile_rows() -> None:
     start = time.perf_counter()
     assert not DURATION.held_by("tool", digits)
     assert not ERROR.held_by("tool", digits)
+    assert not HEX_ID.held_by("tool", digits) and not HEX_ID.held_by("tool", "a1" * 100_000)
     matcher = TermMatcher(["a" * n for n in range(3, 35)])
     assert matcher.count_near("a" * 200_000, NEAR_CHARS) == 32
     assert time.perf_counter() - start < 5.0

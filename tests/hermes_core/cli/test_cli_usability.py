@@ -392,6 +392,6 @@ def test_sessions_search_shows_what_the_user_said_next(tmp_path: Path) -> None:
     args = ("sessions", "search", "heron", "--session", sid, "--context", "0")
     [place] = json.loads(run(tmp_path, *args, "--json").stdout)
     assert [c["text"] for c in place["context"]] == ["the heron build fails"]
-    assert place["reply"]["text"] == "fine, pin the compiler then"
+    assert [r["text"] for r in place["replies"]] == ["fine, pin the compiler then"]
     shown = run(tmp_path, *args).stdout
     assert re.search(r"then #\d+ user: fine, pin the compiler then", shown), shown

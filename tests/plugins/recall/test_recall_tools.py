@@ -205,16 +205,21 @@ def test_search_shows_what_the_user_said_next(host: Hermes) -> None:
         make = call("bash", {"c": "make"}, "b1")
         turn.record_response({"role": "assistant", "content": None, "tool_calls": [make]})
         turn.add_tool_result("b1", "error: linker failed W9321")
-        turn.record_response({"role": "assistant", "content": "the link step fails"})
+        # a substantial neighbour: the window ends with it (a slight one would not count)
+        analysis = "the link step fails; " + "the object list is out of date. " * 20
+        turn.record_response({"role": "assistant", "content": analysis})
         turn.commit()
-    with session.turn() as turn:
-        turn.prepare("retry it with -j1, the parallel build races")
-        turn.record_response({"role": "assistant", "content": "retrying"})
-        turn.commit()
+    for request in ("what now?", "retry it with -j1, the parallel build races", "thanks"):
+        with session.turn() as turn:
+            turn.prepare(request)
+            turn.record_response({"role": "assistant", "content": "retrying"})
+            turn.commit()
     [found] = ask(session, call("session_search", {"query": "linker W9321"}))
+    assert re.search(r"\n  then #\d+ user \(active\): what now\?", found), found
     assert re.search(
         r"\n  then #\d+ user \(active\): retry it with -j1, the parallel build races", found
     ), found
+    assert "thanks" not in found  # two replies at most
 
 
 def test_search_shows_terminal_output_as_text_and_names_harness_text(host: Hermes) -> None:
