@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -222,15 +222,24 @@ class _Place:
 SLIGHT_CHARS = 500
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Reach:
-    """Which stored messages a window around a row shows (see :func:`search_with_context`)."""
+    """Which stored messages a window around a row shows (see :func:`search_with_context`),
+    and the windows read so far in one search (a widening round reads the same hits again)."""
 
     neighbours: int
     include_compacted: bool
     slight_chars: int
+    read: dict[int, list[StoredMessage]] = field(default_factory=dict)
 
     def window(self, store: SessionStore, message_id: int) -> list[StoredMessage]:
+        """:meth:`_read`, remembered for this search."""
+        found = self.read.get(message_id)
+        if found is None:
+            found = self.read[message_id] = self._read(store, message_id)
+        return found
+
+    def _read(self, store: SessionStore, message_id: int) -> list[StoredMessage]:
         """The row ``message_id`` and ``neighbours`` rows on either side, in write order.
 
         A neighbour with fewer than ``slight_chars`` characters of text does
