@@ -28,9 +28,10 @@ or author; nothing here names a session's content:
   text a harness injected is placed after every other hit by
   :func:`hermes_core.search.search_with_context`).
 * ``hex_id``: words naming a commit or content id (``sha``, ``hash``,
-  ``head``: "what was the HEAD commit"); held by a row with a word of 7-64
-  lower-case hex digits holding both a digit and a letter (``ba8e2c6f``, a
-  full SHA). ``commit`` alone is no cue: "the commit message", "did it
+  ``head``: "what was the HEAD commit"); held by a row holding a SHA as
+  :mod:`hermes_core.identifiers` finds one (a word of 7-40 lower-case hex
+  digits with both a digit and a letter: ``ba8e2c6f``, a full SHA-1).
+  ``commit`` alone is no cue: "the commit message", "did it
   commit".
 
 Words with other common senses are not cues: verbs describing a
@@ -44,6 +45,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+
+from hermes_core.identifiers import has_sha
 
 #: a row holding a kind the query asks for has its within-tier score multiplied by 1 + this
 KIND_BONUS = 0.5
@@ -133,26 +136,6 @@ def has_error_line(text: str) -> bool:
     return "exit" in lower and _EXIT.search(lower) is not None
 
 
-#: a run of lower-case hex digits as long as an abbreviated or a full commit id
-_HEX_RUN = re.compile(r"[0-9a-f]{7,64}")
-
-
-def has_hex_id(text: str) -> bool:
-    """A hex id as Git and content stores print them: a word of 7-64 lower-case hex digits
-    holding both a digit and a letter (``ba8e2c6f``, a full SHA-1 or SHA-256; not
-    ``1234567`` nor ``defaced``)."""
-    for match in _HEX_RUN.finditer(text):
-        start, end = match.span()
-        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            continue
-        if end < len(text) and (text[end].isalnum() or text[end] == "_"):
-            continue
-        word = match.group()
-        if not word.isdigit() and any(c.isdigit() for c in word):
-            return True
-    return False
-
-
 DURATION = AnswerKind(
     "duration",
     _cues(
@@ -175,7 +158,7 @@ REQUEST = AnswerKind(
     ),
     role="user",
 )
-HEX_ID = AnswerKind("hex_id", _cues("sha shas hash hashes head"), test=has_hex_id)
+HEX_ID = AnswerKind("hex_id", _cues("sha shas hash hashes head"), test=has_sha)
 #: every kind a query may ask for
 ANSWER_KINDS = (DURATION, ERROR, REQUEST, HEX_ID)
 

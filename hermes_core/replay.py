@@ -65,7 +65,7 @@ class RecallReport(BaseModel):
     context (system prompt and summary included). ``one_search``: the share
     with an answer in what ONE ``session_search`` call returns to the model
     (the question's content words, limit 5, each place with its neighbouring
-    messages and the user's next message, within the tool's token budget);
+    messages and the user's next messages, within the tool's token budget);
     ``one_search_source`` says what was scored: the tool's result text, or,
     when no ``session_search`` tool is registered, the places in full.
     ``one_search_windows``: the share

@@ -3,7 +3,7 @@
 :func:`search_with_context` is what a recovery tool, ``hermes-core sessions
 search`` and the replay's one-search scoring call: one store search over a
 set of sessions (a session and its rotation ancestors), each hit returned with
-its neighbouring stored messages in write order, and the user's next message
+its neighbouring stored messages in write order, and the user's next messages
 after them. Hits whose windows overlap are one place: the window is merged
 and counts once against ``limit``, so five results are five distinct places
 in the history.

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Literal
 
+from hermes_core.identifiers import SHA_WORD, looks_like_sha
 from hermes_core.terminal import plain_text
 
 IdentifierKind = Literal["error", "commit", "exception", "sha", "ref", "branch", "url", "path"]
@@ -70,7 +71,6 @@ _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _GIT_WORDS = ("git ", "commit ", "HEAD", "rebase", "cherry-pick")
 _GIT_HINT = re.compile(r"git |commit |HEAD|rebase|cherry-pick")
 _SHA_WINDOW = 8_000
-_SHA = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
 #: a UUID (a session, request or conversation id): its hex groups are no commits
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _REF = re.compile(r"#\d{1,6}(?![\w#;])")
@@ -183,14 +183,14 @@ def _shas(text: str, out: list[tuple[IdentifierKind, str]]) -> None:
             continue
         begin = max(end, hint.start() - 200)
         end = min(len(text), hint.end() + _SHA_WINDOW)
-        for match in _SHA.finditer(text, begin, end):
+        for match in SHA_WORD.finditer(text, begin, end):
             value = match.group()
             start = match.start()
             if start >= 2 and text[start - 2 : start] == "0x":
                 continue
             if uuids and _inside(uuids, uuid_starts, start):
                 continue
-            if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+            if looks_like_sha(value):
                 out.append(("sha", value))
 
 

@@ -15,6 +15,7 @@ from hermes_core.answer_kinds import (
     asked_kinds,
     text_holds_any,
 )
+from hermes_core.identifiers import SHA_WORD, extract, looks_like_sha
 from hermes_core.searchkit import NEAR_CHARS, Candidate, TermMatcher, rank
 
 FILLER = " ".join(f"filler{i}" for i in range(120))  # about 1,000 characters
@@ -154,10 +155,15 @@ def test_error_is_an_error_line(text: str, held: bool) -> None:
         ("token " + "ab12" * 20, False),  # 80 hex digits: a blob, not an id
         ("Ba8e2c6f", False),  # git prints ids in lower case
         ("ba8e2c", False),  # six: too short
+        ("x1f2e3d4c5b", False),  # after a letter: part of a word
+        ("café1f2e3d4c5b", True),  # é is no ASCII word character, as the pattern reads
     ],
 )
 def test_hex_id_is_a_commit_like_word(text: str, held: bool) -> None:
     assert HEX_ID.held_by("tool", text) is held
+    # one SHA rule: the replay's identifier report and the compressor's index find the same
+    assert bool(extract(text).get("sha")) is held
+    assert any(looks_like_sha(m.group()) for m in SHA_WORD.finditer(text)) is held
 
 
 def test_kind_tests_take_linear_time_on_hostile_rows() -> None:
