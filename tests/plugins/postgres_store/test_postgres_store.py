@@ -383,6 +383,22 @@ def _crash_worker(dsn: str, schema: str, sid: str, log_path: str, seed: int, con
             os.write(fd, f"b{step}\n".encode())
 
 
+def _await_killed_backends(dsn: str, schema: str, timeout: float = 30.0) -> None:
+    """Wait until no other backend of this database is running a statement or holding a
+    transaction. A SIGKILLed client's backend still finishes the statement it received (a
+    COMMIT the client never saw acknowledged can land after the client died); checking
+    before then reads the history and the active view on either side of that commit."""
+    busy = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+        "AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')"
+    )
+    deadline = time.monotonic() + timeout
+    while raw(dsn, schema, busy) != [(0,)]:
+        assert time.monotonic() < deadline, "a killed worker's backend is still busy"
+        time.sleep(0.05)
+
+
 def _check_crash_invariants(store: PostgresSessionStore, sid: str, logged: list[str]) -> None:
     """Committed work is all there once; the active view is exactly the newest compaction's."""
     rows = store.all_messages(sid)
@@ -431,6 +447,7 @@ def test_sigkill_during_appends_and_compaction(
             time.sleep(rng.uniform(0.05, 0.4))
             os.kill(pid(proc), signal.SIGKILL)
             proc.join(10)
+        _await_killed_backends(pg_dsn, schema)
         for _, _, sid, log in trials:
             logged = log.read_text().split() if log.exists() else []
             assert logged, "the worker committed nothing before it was killed"
