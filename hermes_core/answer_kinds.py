@@ -26,7 +26,9 @@ or author; nothing here names a session's content:
   ``require``, ``requirement``, ``want``, ``request``, ``prefer``,
   ``instruction``, ...); held by a message the user wrote (role ``user``;
   text a harness injected is placed after every other hit by
-  :func:`hermes_core.search.search_with_context`).
+  :func:`hermes_core.search.search_with_context`), and by a compaction
+  summary's line under its Goal or Constraints heading (the user's words:
+  :data:`hermes_core.search.USER_SECTIONS`).
 * ``hex_id``: words naming a commit or content id (``sha``, ``hash``,
   ``head``: "what was the HEAD commit"); held by a row holding a SHA as
   :mod:`hermes_core.identifiers` finds one (a word of 7-40 lower-case hex

@@ -17,18 +17,18 @@ string values).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hermes_core.answer_kinds import KIND_BONUS, asked_kinds, text_holds_any
+from hermes_core.answer_kinds import KIND_BONUS, asked_kinds, holds_any
 from hermes_core.recall import STOPWORDS, content_words
 from hermes_core.recall import message_text as wire_text
 from hermes_core.searchkit import TermMatcher, query_terms, snippet
 from hermes_core.storekit import check_count, check_search_scope
 from hermes_hookspecs.errors import NotFoundError
-from hermes_hookspecs.messages import Message
+from hermes_hookspecs.messages import HandoffSummary, Message
 from hermes_hookspecs.records import SearchHit, StoredMessage
 from hermes_hookspecs.store import SessionStore
 
@@ -301,8 +301,9 @@ def _cited(
     terms each covers (at least :data:`CITED_MIN_TERMS`; a fact line's
     ``- #N label:`` head is not searched), most first, a line
     holding a kind of text the query asks for (a duration, an error line:
-    :mod:`hermes_core.answer_kinds`) weighing ``1 + KIND_BONUS`` times its
-    terms, as such a row ranks; then earliest. The first
+    :mod:`hermes_core.answer_kinds`; the user's request on a line of
+    :data:`USER_SECTIONS`) weighing ``1 + KIND_BONUS`` times its terms, as
+    such a row ranks; then earliest. The first
     :data:`CITED_PER_SUMMARY` distinct cited rows that exist and lie in
     ``scope`` become hits with the summary's score: the search shows the
     evidence the summary points at. Not a summary, or no such line: ``[]``.
@@ -313,7 +314,7 @@ def _cited(
     least = min(CITED_MIN_TERMS, max(1, len(matcher.terms)))
     kinds = asked_kinds(matcher.terms)
     lines: list[tuple[float, int, int]] = []  # (-weight, line number, cited id)
-    for number, line in enumerate(message_text(row.message).splitlines()):
+    for number, (author, line) in enumerate(_summary_lines(row.message)):
         found = _CITATION.search(line)
         if found is None:
             continue
@@ -324,10 +325,9 @@ def _cited(
         if (covered := matcher.count(text)) < least:
             continue
         weight = float(covered)
-        # a line holding what the query asks for (a duration, an error line) weighs as
-        # a row holding it ranks (its author is not known here: the user's request,
-        # a kind held by its author, does not count)
-        if kinds and text_holds_any(kinds, text):
+        # a line holding what the query asks for (a duration, an error line, the user's
+        # request) weighs as a row holding it ranks
+        if kinds and holds_any(kinds, author, text):
             weight *= 1.0 + KIND_BONUS
         lines.append((-weight, number, int(found.group(1))))
     out: list[tuple[SearchHit, list[StoredMessage]]] = []
@@ -356,6 +356,25 @@ def _cited(
         }
         out.append((hit.model_copy(update=update), window))
     return out
+
+
+#: the standard handoff sections written in the user's words (what they asked for, the
+#: rules they set: :class:`HandoffSummary` ``goal`` and ``constraints``)
+USER_SECTIONS = frozenset({"goal", "constraints"})
+_USER_TITLES = frozenset(
+    f"## {title}" for attr, title in HandoffSummary.STANDARD_TITLES if attr in USER_SECTIONS
+)
+
+
+def _summary_lines(message: Message) -> Iterator[tuple[str, str]]:
+    """The lines of a compaction summary's text, each with its author's role when its
+    section says it: ``"user"`` under a heading of :data:`USER_SECTIONS` (as
+    :meth:`HandoffSummary.render` writes them), ``""`` (unknown) elsewhere."""
+    author = ""
+    for line in message_text(message).splitlines():
+        if line.startswith("## "):
+            author = "user" if line.rstrip() in _USER_TITLES else ""
+        yield author, line
 
 
 def _places(

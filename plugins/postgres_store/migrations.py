@@ -271,6 +271,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         DROP INDEX IF EXISTS message_search_trgm_unparsed;
         """,
     ),
+    Migration(
+        "0011_summary_index",
+        """
+        -- Message.kind as a column (written with each row, never updated), so that the
+        -- compaction summaries of a session, which search ranks with the any-term matches
+        -- whatever their length (search.py, summary_sql), are found through an index
+        ALTER TABLE messages ADD COLUMN kind text NOT NULL DEFAULT 'message';
+        -- (rows are JSON written by pydantic, no spaces: a row of another kind holds the
+        -- literal pair, which the test reads before the JSON is parsed)
+        UPDATE messages SET kind = message::jsonb ->> 'kind'
+        WHERE (strpos(message, '"kind":"summary"') > 0
+                OR strpos(message, '"kind":"compaction"') > 0)
+            AND message::jsonb ->> 'kind' IN ('summary', 'compaction');
+        CREATE INDEX messages_summaries ON messages (session_id, id) WHERE kind = 'summary';
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)

@@ -110,6 +110,7 @@ def message_params(new: NewMessage, index: int, what: str) -> dict[str, Any]:
         raise ValidationError(f"{field}.message is not valid Unicode text ({exc.reason})") from None
     return {
         "role": msg.role,
+        "kind": msg.kind,
         "message": message_json,
         "api_content": None
         if new.api_content is None

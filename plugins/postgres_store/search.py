@@ -14,7 +14,8 @@ candidate rows with PostgreSQL's own tools:
   every matching row is ranked); when that gives fewer than ``limit`` hits,
   **some of the terms as words**: the tsqueries joined with ``||``, ranked by
   ``ts_rank`` (each term's weight saturates, so a row covering more terms
-  ranks higher).
+  ranks higher), and the compaction summaries matching any term
+  (:func:`summary_sql`), which length normalisation keeps out of the best.
 * **As substrings:** when still short of ``limit``, ``body ILIKE`` every
   term, then any term (``%``, ``_`` and ``\\`` escaped), served by the
   ``pg_trgm`` GIN index when the extension is installed (including CJK text,
@@ -149,6 +150,39 @@ def word_sql(query: Query, tsquery: str) -> str:
     )
 
 
+#: the any-term pass ranks at most this many of the newest compaction summaries asked for
+SUMMARY_CANDIDATES = 4
+
+
+def summary_sql(query: Query, tsquery: str) -> str:
+    """The best ``k`` of the newest :data:`SUMMARY_CANDIDATES` compaction summaries in
+    scope whose tsvector matches ``tsquery``, by ``ts_rank`` (length normalised).
+
+    A summary restates the facts of a whole compacted stretch: a query of many
+    words matches it better than any one message, yet length normalisation keeps
+    it out of the best ``k``. The summaries are few (a partial index finds them),
+    so the any-term pass ranks them all and the shared ranking weighs the terms
+    each covers (the SQLite store does the same).
+    """
+    scope = ["m.kind = 'summary'"]
+    if "sids" in query.params:
+        scope.append("m.session_id = ANY(%(sids)s)")
+    if "m.active" in query.scope:
+        scope.append("m.active")
+    newest = (
+        f"SELECT m.id FROM messages m WHERE {' AND '.join(scope)} "
+        "ORDER BY m.id DESC LIMIT %(summaries)s"
+    )
+    relevance = f"ts_rank(f.tsv, {tsquery}, 1)::float8 AS r"
+    return (
+        "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at, "
+        f"coalesce(m.origin_root, m.id), f.body, {relevance} "
+        f"FROM ({newest}) s JOIN message_search f ON f.message_id = s.id "
+        f"JOIN messages m ON m.id = s.id WHERE f.tsv @@ {tsquery} "
+        "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
+    )
+
+
 def substring_sql(query: Query, likes: str, *, bounded: bool, indexed: bool) -> str:
     """Rows matching ``likes``, newest first (``bounded``: ids in ``(lo, hi]`` only).
 
@@ -193,6 +227,8 @@ def search(
             if q.any_word is not None and q.words > 1:
                 rows = _run(conn, word_sql(q, q.any_word), q, k)
                 full = full or len(rows) >= k
+                found += _candidates(rows, every=False)
+                rows = _run(conn, summary_sql(q, q.any_word), q, k, summaries=SUMMARY_CANDIDATES)
                 found += _candidates(rows, every=False)
                 if len(hits := rank(found, terms, limit)) >= limit:
                     return hits

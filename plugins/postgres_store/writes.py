@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 CHUNK = 400
 _COLS = (
     "ord, position, role, message, api_content, token_count, turn_id, origin_id, "
-    "origin_root, tool_call_ids, body, annotations"
+    "origin_root, tool_call_ids, body, annotations, kind"
 )
 _ROW = (
     "(%s::int, %s::bigint, %s::text, %s::text, %s::text, %s::int, %s::text, %s::bigint, "
-    "%s::bigint, %s::text[], %s::text, %s::text)"
+    "%s::bigint, %s::text[], %s::text, %s::text, %s::text)"
 )
 
 
@@ -132,14 +132,15 @@ def insert_messages(
                 p["tool_call_ids"],
                 search_body(batch[i].message, cap),
                 p["annotations"],
+                p["kind"],
             ]
         sql = (
             f"WITH input ({_COLS}) AS (VALUES {', '.join([_ROW] * len(chunk))}), "
             "ins AS (INSERT INTO messages (session_id, position, role, message, api_content, "
-            "token_count, turn_id, origin_id, origin_root, tool_call_ids, annotations, "
+            "token_count, turn_id, origin_id, origin_root, tool_call_ids, annotations, kind, "
             "created_at) "
             "SELECT %s, position, role, message, api_content, token_count, turn_id, origin_id, "
-            "origin_root, tool_call_ids, annotations, "
+            "origin_root, tool_call_ids, annotations, kind, "
             "extract(epoch FROM clock_timestamp())::float8 "
             "FROM input ORDER BY ord RETURNING id, position, created_at), "
             "fts AS (INSERT INTO message_search (message_id, session_id, body) "

@@ -263,12 +263,22 @@ _HARNESS = Migration(
     ),
 )
 
+_SUMMARIES = Migration(
+    name="0005_summary_index",
+    statements=(
+        # the compaction summaries of a session, which search ranks with the any-term
+        # matches whatever their length (search.py, _summary_rows)
+        "CREATE INDEX messages_summaries ON messages(session_id, id) WHERE kind = 'summary'",
+    ),
+)
+
 #: Every migration, oldest first. Append only.
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _ANNOTATIONS,
     _TRIGRAM_WITHOUT_POSITIONS,
     _HARNESS,
+    _SUMMARIES,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

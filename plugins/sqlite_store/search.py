@@ -11,7 +11,8 @@ candidate rows with SQLite's own indexes:
 * **Every term as words:** the word index (unicode61, diacritics folded)
   asked for all terms at once, best bm25 first; when that gives fewer than
   ``limit`` hits, **some of the terms as words**: the word index asked for any
-  term (``"a" OR "b" ...``), best bm25 first. The ranking
+  term (``"a" OR "b" ...``), best bm25 first, and the compaction summaries
+  matching any term (:func:`_summary_rows`). The ranking
   (:mod:`hermes_core.searchkit`) sees which terms each row covers, also as
   substrings, so a row covering every term ranks first however it was found.
 * **As substrings:** when still short of ``limit``, the trigram index
@@ -46,6 +47,8 @@ SHORT_SCAN_ROWS = 50_000
 #: a session of at most this many rows is read whole for substrings, not through the trigram index
 SESSION_SCAN_ROWS = 5_000
 TRIGRAMS_PER_TERM = 12
+#: the any-term pass also ranks this many of the newest compaction summaries asked for
+SUMMARY_CANDIDATES = 4
 _MAX_CANDIDATES = 20_000
 WORD = "messages_fts_word"
 TRIGRAM = "messages_fts_tri"
@@ -144,6 +147,52 @@ def _fts(
         f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
     return [(int(rowid), -float(s)) for rowid, s in conn.execute(sql, params).fetchall()]
+
+
+def _summary_rows(
+    conn: sqlite3.Connection,
+    match: str,
+    session_ids: Sequence[str] | None,
+    active_only: bool,
+    k: int,
+) -> list[tuple[int, float]]:
+    """``(rowid, relevance)`` of the newest :data:`SUMMARY_CANDIDATES` compaction
+    summaries of ``session_ids`` (None: any session) matching ``match``, best bm25
+    first.
+
+    bm25 divides by a row's length, and a summary is long by design: it restates
+    the facts of a whole compacted stretch. A query of many words matches it
+    better than any one message (it covers more of them), yet the best ``k``
+    by bm25 never hold it. So the any-term pass also offers the newest summaries
+    (found through a partial index; each carries the goal, the constraints and
+    the facts of the ones before) and the shared ranking weighs the terms each
+    covers; a search then shows the originals their matching lines cite
+    (:func:`hermes_core.search.search_with_context`).
+    """
+    where = ["kind = 'summary'"]
+    params: list[object] = []
+    if session_ids is not None:
+        where.append(f"session_id IN ({','.join('?' * len(session_ids))})")
+        params.extend(session_ids)
+    if active_only:
+        where.append("active = 1")
+    ids = [
+        int(row[0])
+        for row in conn.execute(
+            # the partial index, also without a session (a scan of messages would read
+            # every row of a database that holds no summary)
+            f"SELECT id FROM messages INDEXED BY messages_summaries WHERE {' AND '.join(where)} "
+            "ORDER BY id DESC LIMIT ?",
+            [*params, SUMMARY_CANDIDATES],
+        )
+    ]
+    if not ids:
+        return []
+    sql = (
+        f"SELECT rowid, bm25({WORD}) AS s FROM {WORD} WHERE {WORD} MATCH ? "
+        f"AND rowid IN ({','.join('?' * len(ids))}) ORDER BY s LIMIT ?"
+    )
+    return [(int(r), -float(s)) for r, s in conn.execute(sql, [match, *ids, k]).fetchall()]
 
 
 def _contains(glue: str, terms: list[str]) -> tuple[str, list[str]] | None:
@@ -246,6 +295,8 @@ def search(
                 for scope in where:
                     rows = _fts(conn, WORD, match, scope, active_only, k)
                     found.add(rows, k, scored=True, every=False)
+                rows = _summary_rows(conn, match, session_ids, active_only, k)
+                found.add(rows, k, scored=True, every=False)
                 if len(hits := ranked()) >= limit:
                     return hits
         small = [sc for sc in where if sc.session_id is not None and sc.rows <= SESSION_SCAN_ROWS]

@@ -408,6 +408,71 @@ def test_a_summary_line_holding_what_the_query_asks_for_is_cited_first(
     assert [p.message.id for p in plain] == [rows[0].id, rows[1].id, summary.id]
 
 
+def test_a_line_of_the_users_own_sections_holds_what_they_asked_for(
+    store: SessionStore,
+) -> None:
+    """A query asking for the user's words ("what constraint did the user set"): among
+    lines covering as many of its words, one under the handoff's Goal or Constraints
+    heading (the user's words, whatever the summarizer's line format) opens first."""
+    sid = store.create_session(NewSession()).id
+    rows = store.append_messages(
+        sid,
+        [
+            user("mirror it with no local clone"),  # the answer (not the query's words)
+            *(user(f"filler {i}") for i in range(3)),
+            user("checked the list"),
+            *(user(f"more filler {i}") for i in range(3)),
+        ],
+    )
+    answer, other = rows[0], rows[4]
+    text = "\n".join(
+        [
+            "## Progress",
+            f"- #{other.id} ran: git remote -v between both remotes -> origin",
+            "## Constraints",
+            f"- #{answer.id} rule: mirror between remotes with no local clone",
+        ]
+    )
+    store.append_messages(sid, [summary_message(text)])
+    query = "constraint user set between remotes"
+    places = search_with_context(store, query, session_ids=[sid], limit=3, slight_chars=0)
+    assert [p.message.id for p in places][:2] == [answer.id, other.id]
+    # a query that asks for no kind: the earlier line first, as before
+    plain = search_with_context(
+        store, "between remotes", session_ids=[sid], limit=3, slight_chars=0
+    )
+    assert [p.message.id for p in plain][:2] == [other.id, answer.id]
+
+
+def test_a_long_summary_ranks_among_the_any_term_matches(store: SessionStore) -> None:
+    """A summary covering most of a query's words is a candidate of the any-term pass
+    although many shorter rows match one word each better by bm25 / ts_rank (length
+    normalised): it ranks first, and the original its matching line cites is a place."""
+    sid = store.create_session(NewSession()).id
+    (answer,) = store.append_messages(sid, [user("mirror it with no clone")])  # no query word
+    words = ("sync", "between", "remotes", "plain", "primitives")
+    padding = " ".join(f"w{j}" for j in range(20))
+    store.append_messages(  # each word in 30 rows, apart (two rows of noise after each)
+        sid,
+        [
+            user(text)
+            for i in range(30)
+            for word in words
+            for text in (f"{word} {padding} {i}", f"noise {i}", f"more noise {i}")
+        ],
+    )
+    notes = "\n".join(f"- #{answer.id} agent: unrelated note number {i}" for i in range(30))
+    text = (
+        f"## Constraints\n- #{answer.id} rule: sync between remotes by plain git "
+        f"primitives only\n## Progress\n{notes}"
+    )
+    (summary,) = store.append_messages(sid, [summary_message(text)])
+    query = "sync data between remotes plain primitives move"
+    assert store.search(query, session_id=sid, limit=15)[0].message_id == summary.id
+    places = search_with_context(store, query, session_ids=[sid], limit=5, slight_chars=0)
+    assert places[0].message.id == answer.id
+
+
 def test_a_fact_lines_label_is_not_a_query_word(store: SessionStore) -> None:
     """``- #N error: ...`` covers the query word "error" by its format alone: the label
     does not count, so the line that covers the query's own words is cited first."""

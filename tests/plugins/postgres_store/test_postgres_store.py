@@ -191,6 +191,36 @@ def test_migration_0007_takes_a_tool_results_name_out_of_its_search_body(
     assert bodies == [("ok 7s",)]
 
 
+def test_migration_0011_fills_the_kind_column_of_existing_rows(pg_dsn: str, schema: str) -> None:
+    from hermes_hookspecs import HandoffSummary, Message, NewMessage
+
+    text = "## Goal\nmirror the remotes (#1)"
+    with open_store(pg_dsn, schema) as store:
+        sid = store.create_session(NewSession()).id
+        plain, summary = store.append_messages(
+            sid,
+            [
+                NewMessage(message=Message(role="user", content='says "kind":"summary" as text')),
+                NewMessage(
+                    message=Message(
+                        role="user", kind="summary", content=text, summary=HandoffSummary()
+                    )
+                ),
+            ],
+        )
+    # the schema an older version wrote: no kind column, no summary index
+    raw(pg_dsn, schema, "DROP INDEX messages_summaries")
+    raw(pg_dsn, schema, "ALTER TABLE messages DROP COLUMN kind")
+    raw(pg_dsn, schema, "DELETE FROM schema_migrations WHERE name = '0011_summary_index'")
+    with open_store(pg_dsn, schema) as store:
+        assert {h.message_id for h in store.search("mirror remotes kind", session_id=sid)} == {
+            plain.id,
+            summary.id,
+        }
+    kinds = raw(pg_dsn, schema, "SELECT id, kind FROM messages ORDER BY id")
+    assert kinds == [(plain.id, "message"), (summary.id, "summary")]
+
+
 def test_concurrent_first_open_migrates_once(pg_dsn: str, schema: str) -> None:
     errors: list[BaseException] = []
 
