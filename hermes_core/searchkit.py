@@ -213,6 +213,8 @@ def substring_relevance(text: str, terms: Iterable[str]) -> float:
 
 #: a passage (:func:`passages`) is a line, or this many characters of a longer one
 PASSAGE_CHARS = 160
+#: a passage taken brings the rest of its line, up to this many passages in all
+LINE_PIECES = 3
 #: a gap between passages this short is shown rather than marked
 GAP_SHOWN = 60
 
@@ -249,8 +251,11 @@ class Passages:
     The text is cut into passages (lines; a long line into pieces of
     :data:`PASSAGE_CHARS`). Passages are taken best first: by the query terms
     they cover (:class:`TermMatcher`), each term weighing one over the number of
-    passages of this text that cover it, then earliest; then, room left, the
-    passage after each, then the one before. A term on every line of a long
+    passages of this text that cover it, then earliest, each with the rest of
+    its line as room allows (up to :data:`LINE_PIECES` passages: a sentence cut
+    at :data:`PASSAGE_CHARS` goes on past the words that matched, "I'm narrowing
+    it to `/git-sync`"); then, room left, the passage after each, then the one
+    before. A term on every line of a long
     output says little about which line answers, and an identifier named once
     points at its line: a review citing ``containsIdentifier`` once and saying
     ``review`` and ``file`` on forty lines shows the citation. They are shown in
@@ -308,9 +313,16 @@ def _select(text: str, pieces: list[tuple[int, int]], covered: list[float], limi
         return True
 
     order = sorted((i for i, c in enumerate(covered) if c), key=lambda i: (-covered[i], i))
-    for i in order:  # the best passages first
+    for i in order:  # the best passages first, each with the rest of its line
         if not take(i):
             break
+        j = i
+        while (
+            j + 1 < min(len(pieces), i + LINE_PIECES)
+            and text[pieces[j][1] - 1] != "\n"
+            and take(j + 1)
+        ):
+            j += 1
     for step in (1, -1):  # then what follows each taken, then what precedes it
         for i in [i for i in order if i in chosen]:
             take(i + step)

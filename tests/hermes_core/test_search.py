@@ -647,6 +647,24 @@ def test_passages_pick_the_lines_covering_most_terms() -> None:
     assert passages("short", ["x"], 100) == "short"
 
 
+def test_a_passage_taken_brings_the_rest_of_its_line() -> None:
+    """A line longer than a passage is cut into passages; the one covering the terms
+    comes with the rest of its line (up to ``LINE_PIECES`` passages) before passages
+    covering fewer terms elsewhere: an agent's "I'm narrowing it to `/git-sync`" after
+    the words that matched, not the patch headers after it."""
+    from hermes_core.searchkit import LINE_PIECES, PASSAGE_CHARS, passages
+
+    assert LINE_PIECES >= 2
+    head = "The `.gitignore` pattern `git-sync` matches any segment, including `cmd/git-sync`."
+    rest = " I'm narrowing it to `/git-sync` so it only ignores the root binary, as it says."
+    patch = [f"*** Update File: /Users/me/src/repo{i}/.gitignore" for i in range(4)]
+    text = "\n".join([head.ljust(PASSAGE_CHARS) + rest, *patch])
+    shown = passages(text, [".gitignore", "cmd/git-sync"], PASSAGE_CHARS + 100)
+    assert "narrowing it to `/git-sync`" in shown and "repo0" not in shown
+    # a line ending where its passage ends brings nothing more
+    assert passages("needle here\n" + "other " * 60, ["needle"], 30).startswith("needle here")
+
+
 def test_passages_weigh_a_term_by_how_few_lines_cover_it() -> None:
     """A term on every line of a long output says little about which line answers; an
     identifier named once points at its line."""
