@@ -282,6 +282,8 @@ _CITATION = re.compile(r"#(\d{1,12})(?!\d)")
 _FACT_HEAD = re.compile(r"\s*- #\d{1,12} \w+: ")
 #: a cited line must cover at least this many query terms (all of a shorter query)
 CITED_MIN_TERMS = 2
+#: a cited line's weight must reach this share of the query's terms
+CITED_SHARE = 1 / 3
 #: a summary hit opens at most this many of the originals its lines cite
 CITED_PER_SUMMARY = 2
 
@@ -303,7 +305,9 @@ def _cited(
     holding a kind of text the query asks for (a duration, an error line:
     :mod:`hermes_core.answer_kinds`; the user's request on a line of
     :data:`USER_SECTIONS`) weighing ``1 + KIND_BONUS`` times its terms, as
-    such a row ranks; then earliest. The first
+    such a row ranks; then earliest. A line weighing less than
+    :data:`CITED_SHARE` of the query's terms is no evidence (two words of an
+    eight-word question). The first
     :data:`CITED_PER_SUMMARY` distinct cited rows that exist and lie in
     ``scope`` become hits with the summary's score: the search shows the
     evidence the summary points at. Not a summary, or no such line: ``[]``.
@@ -329,6 +333,8 @@ def _cited(
         # request) weighs as a row holding it ranks
         if kinds and holds_any(kinds, author, text):
             weight *= 1.0 + KIND_BONUS
+        if weight < len(matcher.terms) * CITED_SHARE:
+            continue
         lines.append((-weight, number, int(found.group(1))))
     out: list[tuple[SearchHit, list[StoredMessage]]] = []
     tried: set[int] = {row.id}

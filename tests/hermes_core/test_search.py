@@ -473,6 +473,31 @@ def test_a_long_summary_ranks_among_the_any_term_matches(store: SessionStore) ->
     assert places[0].message.id == answer.id
 
 
+def test_a_cited_line_covering_little_of_a_long_query_opens_nothing(
+    store: SessionStore,
+) -> None:
+    """A line must weigh a third of the query's terms (``CITED_SHARE``; at least
+    ``CITED_MIN_TERMS``) to stand where its summary ranked: two words of an eight-word
+    question are no evidence, three are (and so are two holding what it asks for)."""
+    from hermes_core.search import CITED_SHARE
+
+    sid = store.create_session(NewSession()).id
+    rows = store.append_messages(
+        sid, [user("first note"), *(user(f"filler {i}") for i in range(3)), user("second")]
+    )
+    weak, strong = rows[0], rows[4]
+    text = "\n".join(
+        [f"- #{weak.id} agent: alpha bravo", f"- #{strong.id} agent: charlie delta echo"]
+    )
+    (summary,) = store.append_messages(sid, [summary_message(text)])
+    query = "alpha bravo charlie delta echo foxtrot golf hotel"
+    assert 2 < 8 * CITED_SHARE <= 3
+    places = search_with_context(store, query, session_ids=[sid], limit=3, slight_chars=0)
+    # the summary itself joins the strong line's place (it is written next to it)
+    assert [p.message.id for p in places] == [strong.id]
+    assert summary.id in {h.message_id for h in places[0].hits}
+
+
 def test_a_fact_lines_label_is_not_a_query_word(store: SessionStore) -> None:
     """``- #N error: ...`` covers the query word "error" by its format alone: the label
     does not count, so the line that covers the query's own words is cited first."""
