@@ -278,8 +278,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         -- compaction summaries of a session, which search ranks with the any-term matches
         -- whatever their length (search.py, summary_sql), are found through an index
         ALTER TABLE messages ADD COLUMN kind text NOT NULL DEFAULT 'message';
-        -- (rows are JSON written by pydantic, no spaces: a row of another kind holds the
-        -- literal pair, which the test reads before the JSON is parsed)
+        -- (a row is the JSON pydantic writes, without spaces: a summary's or a compaction
+        -- item's holds the literal pair, so strpos spares parsing every other row)
         UPDATE messages SET kind = message::jsonb ->> 'kind'
         WHERE (strpos(message, '"kind":"summary"') > 0
                 OR strpos(message, '"kind":"compaction"') > 0)

@@ -160,9 +160,10 @@ def summary_sql(query: Query, tsquery: str) -> str:
 
     A summary restates the facts of a whole compacted stretch: a query of many
     words matches it better than any one message, yet length normalisation keeps
-    it out of the best ``k``. The summaries are few (a partial index finds them),
-    so the any-term pass ranks them all and the shared ranking weighs the terms
-    each covers (the SQLite store does the same).
+    it out of the best ``k``. So the any-term pass also ranks the newest ones (a
+    partial index finds them; each carries the goal, the constraints and the
+    facts of the ones before) and the shared ranking weighs the terms each covers
+    (the SQLite store does the same).
     """
     scope = ["m.kind = 'summary'"]
     if "sids" in query.params:
