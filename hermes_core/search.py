@@ -170,19 +170,27 @@ REPLY_REACH = 12
 
 
 def _replies(store: SessionStore, place: _Place, include_compacted: bool) -> list[StoredMessage]:
-    """The user's next messages after ``place`` (see :class:`SearchResult`)."""
-    later = store.message_context(max(place.rows), before=0, after=REPLY_REACH * REPLIES)[1:]
+    """The user's next messages after ``place`` (see :class:`SearchResult`), each looked
+    for in the :data:`REPLY_REACH` stored messages after the window or the reply before
+    (one read each: a reply is most often a few rows on, so no more is read)."""
     out: list[StoredMessage] = []
-    gap = 0
-    for row in later:
-        gap += 1
-        if gap > REPLY_REACH or len(out) >= REPLIES:
+    anchor = max(place.rows)
+    while len(out) < REPLIES:
+        later = store.message_context(anchor, before=0, after=REPLY_REACH)[1:]
+        reply = next(
+            (
+                row
+                for row in later
+                if (include_compacted or row.active)
+                and row.message.written_by_user
+                and row.id not in place.rows
+            ),
+            None,
+        )
+        if reply is None:
             break
-        if not include_compacted and not row.active:
-            continue
-        if row.message.written_by_user and row.id not in place.rows:
-            out.append(row)
-            gap = 0
+        out.append(reply)
+        anchor = reply.id
     return out
 
 
