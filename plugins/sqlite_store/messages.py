@@ -73,3 +73,58 @@ def select(conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> 
     """The message rows matching ``where`` (with its ``ORDER BY``)."""
     rows = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {where}", params).fetchall()
     return [message_from_row(row) for row in rows]
+
+
+#: a window's rows are first looked for among this many ids on its side, walking the
+#: table in id order (a session's rows are mostly written together); only when fewer
+#: are found there (many other sessions written between two of its messages, or the
+#: session's end) does the read go through the session's index
+NEAR_IDS = 4096
+
+
+def context(
+    conn: sqlite3.Connection, session_id: str, message_id: int, before: int, after: int
+) -> list[StoredMessage]:
+    """The ``before`` rows of ``session_id`` written before ``message_id``, that row and
+    the ``after`` rows written after it, in write (id) order.
+
+    The session's index orders rows by position, not id: asked for the nearest ids,
+    SQLite read every row of the session before the message and sorted them (1.4 ms
+    a window on a 1,400-row session of large rows). Walking the primary key from the
+    message reads only the rows it returns (0.03 ms); the index, read for ids alone,
+    covers the rows further away.
+    """
+    earlier = _side(conn, session_id, message_id, before, earlier=True)
+    rest = _side(conn, session_id, message_id, after + 1, earlier=False)
+    return [*reversed(earlier), *rest]
+
+
+def _side(
+    conn: sqlite3.Connection, session_id: str, message_id: int, count: int, *, earlier: bool
+) -> list[StoredMessage]:
+    """The ``count`` rows of the session nearest ``message_id`` on one side (``earlier``:
+    before it, nearest first; else from it on)."""
+    if count <= 0:
+        return []
+    if earlier:  # ``+session_id``: not through the session's index, along the primary key
+        near = "+session_id = ? AND id < ? AND id >= ? ORDER BY id DESC LIMIT ?"
+        bound = message_id - NEAR_IDS
+    else:
+        near = "+session_id = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?"
+        bound = message_id + NEAR_IDS
+    rows = select(conn, near, (session_id, message_id, bound, count))
+    if len(rows) >= count:
+        return rows
+    sign, order = ("<", "DESC") if earlier else (">=", "ASC")
+    ids = [
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT id FROM messages WHERE session_id = ? AND id {sign} ? "
+            f"ORDER BY id {order} LIMIT ?",
+            (session_id, message_id, count),
+        )
+    ]
+    if len(ids) == len(rows):  # the session has no more rows on this side
+        return rows
+    found = {row.id: row for row in select(conn, f"id IN ({','.join('?' * len(ids))})", tuple(ids))}
+    return [found[i] for i in ids]

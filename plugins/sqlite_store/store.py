@@ -331,16 +331,7 @@ class SqliteSessionStore(SessionStore):
             ).fetchall()
             if not found:
                 raise NotFoundError(f"no stored message with id {message_id!r}")
-            sid = found[0][0]
-            earlier = message_rows.select(
-                conn,
-                "session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
-                (sid, message_id, before),
-            )
-            rest = message_rows.select(
-                conn, "session_id = ? AND id >= ? ORDER BY id LIMIT ?", (sid, message_id, after + 1)
-            )
-        return [*reversed(earlier), *rest]
+            return message_rows.context(conn, found[0][0], message_id, before, after)
 
     def all_messages(self, session_id: str) -> list[StoredMessage]:
         check_session_id(session_id)

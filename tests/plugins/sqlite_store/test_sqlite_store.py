@@ -359,6 +359,30 @@ def test_search_compacted_rows_dedupe_and_recovery_pointer(store: SqliteSessionS
     assert [m.id for m in middle] == [rows[0].id, rows[1].id, rows[2].id]
 
 
+@pytest.mark.parametrize("near", [4096, 3, 1])
+def test_message_context_is_the_sessions_own_rows_in_write_order(
+    store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch, near: int
+) -> None:
+    """Interleaved sessions: a window's rows are its session's nearest, whether found
+    by walking the ids near the message (``NEAR_IDS``) or through the session's index
+    (rows further apart than that, or the session's first and last rows)."""
+    from hermes_plugin_sqlite_store import messages
+
+    monkeypatch.setattr(messages, "NEAR_IDS", near)
+    mine = store.create_session(NewSession()).id
+    other = store.create_session(NewSession()).id
+    written: list[int] = []
+    for i in range(6):
+        written += [r.id for r in store.append_messages(mine, [user(f"mine {i}")])]
+        store.append_messages(other, [user(f"other {i}.{j}") for j in range(i % 3 + 1)])
+    for at, message_id in enumerate(written):
+        context = store.message_context(message_id, before=2, after=2)
+        assert [r.id for r in context] == written[max(0, at - 2) : at + 3]
+        assert all(r.session_id == mine for r in context)
+    assert [r.id for r in store.message_context(written[3], before=0, after=0)] == [written[3]]
+    assert [r.id for r in store.message_context(written[0], before=9, after=9)] == written
+
+
 def test_flag_flips_do_not_touch_the_fts_index(store: SqliteSessionStore) -> None:
     sid = store.create_session(NewSession()).id
     store.append_messages(sid, [user(f"indexed text {i}") for i in range(50)])
