@@ -294,6 +294,8 @@ CITED_MIN_TERMS = 2
 CITED_SHARE = 1 / 3
 #: a summary hit opens at most this many of the originals its lines cite
 CITED_PER_SUMMARY = 2
+#: ... or this many when that many of its lines tie for the best weight
+CITED_TIED = 3
 
 
 def _cited(
@@ -317,7 +319,8 @@ def _cited(
     :data:`CITED_SHARE` of the query's terms is no evidence (two words of an
     eight-word question). The first
     :data:`CITED_PER_SUMMARY` distinct cited rows that exist and lie in
-    ``scope`` become hits with the summary's score: the search shows the
+    ``scope`` (up to :data:`CITED_TIED` when the lines beyond tie with the
+    best one) become hits with the summary's score: the search shows the
     evidence the summary points at. Not a summary, or no such line: ``[]``.
     """
     row = next((r for r in rows if r.id == hit.message_id), None)
@@ -346,8 +349,11 @@ def _cited(
         lines.append((-weight, number, int(found.group(1))))
     out: list[tuple[SearchHit, list[StoredMessage]]] = []
     tried: set[int] = {row.id}
-    for _, _, cited in sorted(lines):
-        if len(out) >= CITED_PER_SUMMARY:
+    ordered = sorted(lines)
+    best = ordered[0][0] if ordered else 0.0  # the best line's -weight
+    for key, _, cited in ordered:
+        # past CITED_PER_SUMMARY, only lines as good as the best (ties) are opened
+        if len(out) >= CITED_TIED or (len(out) >= CITED_PER_SUMMARY and key > best):
             break
         if cited in tried:
             continue

@@ -401,11 +401,12 @@ def test_a_summary_line_holding_what_the_query_asks_for_is_cited_first(
     )
     assert [p.message.id for p in places] == [rows[2].id, rows[0].id, summary.id]
     assert "71.643s" in places[0].text()
-    # a query asking for no kind: the earliest lines, as before
+    # a query asking for no kind: the three lines tie, so all three open (CITED_TIED),
+    # earliest first, and the summary itself follows
     plain = search_with_context(
-        store, "integration test", session_ids=[sid], limit=3, slight_chars=0
+        store, "integration test", session_ids=[sid], limit=4, slight_chars=0
     )
-    assert [p.message.id for p in plain] == [rows[0].id, rows[1].id, summary.id]
+    assert [p.message.id for p in plain] == [rows[0].id, rows[1].id, rows[2].id, summary.id]
 
 
 def test_a_line_of_the_users_own_sections_holds_what_they_asked_for(
@@ -496,6 +497,36 @@ def test_a_cited_line_covering_little_of_a_long_query_opens_nothing(
     # the summary itself joins the strong line's place (it is written next to it)
     assert [p.message.id for p in places] == [strong.id]
     assert summary.id in {h.message_id for h in places[0].hits}
+
+
+def test_a_summary_opens_a_third_original_only_for_a_line_tied_with_the_best(
+    store: SessionStore,
+) -> None:
+    """Two originals a summary hit (``CITED_PER_SUMMARY``); a third (``CITED_TIED``) when
+    its line weighs as much as the best one: equally good evidence is all shown."""
+    from hermes_core.search import CITED_PER_SUMMARY, CITED_TIED
+
+    assert (CITED_PER_SUMMARY, CITED_TIED) == (2, 3)
+
+    def opened(lines: list[str]) -> list[int]:
+        """The originals (by their line) a summary with ``lines`` opens."""
+        sid = store.create_session(NewSession()).id
+        rows = store.append_messages(
+            sid, [user(t) for i in range(4) for t in (f"note {i}", f"gap {i}", f"gap {i}b")]
+        )
+        cited = [rows[0], rows[3], rows[6], rows[9]]
+        text = "\n".join(f"- #{c.id} agent: {line}" for c, line in zip(cited, lines, strict=True))
+        store.append_messages(sid, [summary_message(text)])
+        found = search_with_context(
+            store, "alpha bravo charlie", session_ids=[sid], limit=5, slight_chars=0
+        )
+        number = {c.id: i for i, c in enumerate(cited)}
+        return [number[p.message.id] for p in found if p.message.id in number]
+
+    tied = "alpha bravo charlie"
+    assert opened([tied, tied + " again", tied + " too", tied + " once more"]) == [0, 1, 2]
+    assert opened([tied, tied + " again", "alpha bravo", tied + " once more"]) == [0, 1, 3]
+    assert opened([tied, tied + " again", "alpha bravo", "bravo charlie"]) == [0, 1]
 
 
 def test_a_fact_lines_label_is_not_a_query_word(store: SessionStore) -> None:
