@@ -172,11 +172,7 @@ def asked_kinds(terms: Iterable[str]) -> tuple[AnswerKind, ...]:
 
 
 def holds_any(kinds: Iterable[AnswerKind], role: str, text: str) -> bool:
-    """Whether a row of ``role`` with ``text`` holds one of ``kinds``."""
+    """Whether a row of ``role`` with ``text`` holds one of ``kinds``; ``role`` ``""``
+    when the author is not known (a line of a compaction summary outside the user's
+    sections): a kind held only by its author (``request``) then never counts."""
     return any(kind.held_by(role, text) for kind in kinds)
-
-
-def text_holds_any(kinds: Iterable[AnswerKind], text: str) -> bool:
-    """Whether ``text`` itself holds one of ``kinds``, its author unknown (a line of a
-    compaction summary): a kind held only by its author (``request``) never counts."""
-    return any(kind.test is not None and kind.test(text) for kind in kinds)
