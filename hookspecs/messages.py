@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticSerializationError
 
 Role = Literal["system", "user", "assistant", "tool"]
 MessageKind = Literal["message", "summary", "compaction"]
@@ -320,7 +321,10 @@ class Message(BaseModel):
         if self.kind == "summary" and self.summary is None:
             raise ValueError("a summary message needs its 'summary' record")
         if self.summary is not None:
-            check_unicode(self.summary.model_dump(), "summary")
+            try:  # one pass in Rust for the common, clean case (a large handoff's facts)
+                self.summary.model_dump_json()
+            except PydanticSerializationError:  # walk to name the place
+                check_unicode(self.summary.model_dump(), "summary")
         if self.provider_item is not None:
             check_unicode(self.provider_item, "provider_item")
         if self.kind == "compaction" and self.provider_item is None:

@@ -230,3 +230,17 @@ def test_written_by_user_excludes_harness_text_handoffs_and_provider_items() -> 
     assert not summary.written_by_user
     item = Message(role="user", content=None, kind="compaction", provider_item={"id": "c"})
     assert not item.written_by_user
+
+
+def test_a_handoff_holding_a_lone_surrogate_is_refused_naming_its_place() -> None:
+    """A summary record is checked for text that is not Unicode (a lone surrogate) as a
+    message's content is, and the error names the field it sits in."""
+    from hermes_hookspecs import HandoffFact, HandoffSummary, Message
+
+    clean = HandoffSummary(goal="ship it", facts=[HandoffFact(kind="request", text="ship it")])
+    assert Message(role="user", content="s", kind="summary", summary=clean).summary == clean
+    bad = HandoffSummary(
+        facts=[HandoffFact(kind="request", text="ok"), HandoffFact(kind="error", text="a\udc80")]
+    )
+    with pytest.raises(ValueError, match=r"summary\.facts\[1\]\.text holds a lone surrogate"):
+        Message(role="user", content="s", kind="summary", summary=bad)
