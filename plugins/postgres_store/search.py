@@ -155,8 +155,9 @@ SUMMARY_CANDIDATES = 4
 
 
 def summary_sql(query: Query, tsquery: str) -> str:
-    """The best ``k`` of the newest :data:`SUMMARY_CANDIDATES` compaction summaries in
-    scope whose tsvector matches ``tsquery``, by ``ts_rank`` (length normalised).
+    """The newest :data:`SUMMARY_CANDIDATES` compaction summaries in scope whose
+    tsvector matches ``tsquery``, best ``ts_rank`` (length normalised) first; the same in
+    every round of a search, so asked for once.
 
     A summary restates the facts of a whole compacted stretch: a query of many
     words matches it better than any one message, yet length normalisation keeps
@@ -180,7 +181,7 @@ def summary_sql(query: Query, tsquery: str) -> str:
         f"coalesce(m.origin_root, m.id), f.body, {relevance} "
         f"FROM ({newest}) s JOIN message_search f ON f.message_id = s.id "
         f"JOIN messages m ON m.id = s.id WHERE f.tsv @@ {tsquery} "
-        "ORDER BY r DESC, m.id DESC LIMIT %(k)s"
+        "ORDER BY r DESC, m.id DESC"
     )
 
 
@@ -216,6 +217,7 @@ def search(
     # nor compiling the plan: JIT costs 15-20 ms on a ranked scan of a common word
     _exec(conn, "SET LOCAL jit = off")
     k = max(limit * 3 + 10, 30)
+    summaries: list[Any] | None = None  # the any-term pass's, once a search
     while True:
         found: list[Candidate] = []
         full = False
@@ -229,8 +231,10 @@ def search(
                 rows = _run(conn, word_sql(q, q.any_word), q, k)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
-                rows = _run(conn, summary_sql(q, q.any_word), q, k, summaries=SUMMARY_CANDIDATES)
-                found += _candidates(rows, every=False)
+                if summaries is None:
+                    sql = summary_sql(q, q.any_word)
+                    summaries = _run(conn, sql, q, k, summaries=SUMMARY_CANDIDATES)
+                found += _candidates(summaries, every=False)
                 if len(hits := rank(found, terms, limit)) >= limit:
                     return hits
         rows = _substring_rows(conn, q, True, session_ids, k, indexes)  # as substrings

@@ -150,15 +150,11 @@ def _fts(
 
 
 def _summary_rows(
-    conn: sqlite3.Connection,
-    match: str,
-    session_ids: Sequence[str] | None,
-    active_only: bool,
-    k: int,
+    conn: sqlite3.Connection, match: str, session_ids: Sequence[str] | None, active_only: bool
 ) -> list[tuple[int, float]]:
     """``(rowid, relevance)`` of the newest :data:`SUMMARY_CANDIDATES` compaction
     summaries of ``session_ids`` (None: any session) matching ``match``, best bm25
-    first.
+    first (the same in every round of a search: asked for once).
 
     bm25 divides by a row's length, and a summary is long by design: it restates
     the facts of a whole compacted stretch. A query of many words matches it
@@ -190,9 +186,9 @@ def _summary_rows(
         return []
     sql = (
         f"SELECT rowid, bm25({WORD}) AS s FROM {WORD} WHERE {WORD} MATCH ? "
-        f"AND rowid IN ({','.join('?' * len(ids))}) ORDER BY s LIMIT ?"
+        f"AND rowid IN ({','.join('?' * len(ids))}) ORDER BY s"
     )
-    return [(int(r), -float(s)) for r, s in conn.execute(sql, [match, *ids, k]).fetchall()]
+    return [(int(r), -float(s)) for r, s in conn.execute(sql, [match, *ids]).fetchall()]
 
 
 def _contains(glue: str, terms: list[str]) -> tuple[str, list[str]] | None:
@@ -277,6 +273,7 @@ def search(
     every_word = len(word_terms) == len(terms)
     k = max(limit * 3 + 10, 30)
     fetched: dict[int, Candidate] = {}  # rows read so far, kept across rounds
+    summaries: list[tuple[int, float]] | None = None  # the any-term pass's, once a search
     while True:
         found = _Found(fetched)
 
@@ -295,8 +292,9 @@ def search(
                 for scope in where:
                     rows = _fts(conn, WORD, match, scope, active_only, k)
                     found.add(rows, k, scored=True, every=False)
-                rows = _summary_rows(conn, match, session_ids, active_only, k)
-                found.add(rows, k, scored=True, every=False)
+                if summaries is None:
+                    summaries = _summary_rows(conn, match, session_ids, active_only)
+                found.add(summaries, k, scored=True, every=False)
                 if len(hits := ranked()) >= limit:
                     return hits
         small = [sc for sc in where if sc.session_id is not None and sc.rows <= SESSION_SCAN_ROWS]
