@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.child_pytest import pytest_argv
+
 ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPT = ROOT / "transcripts" / "openai-chat" / "openhands-django-11149.json.gz"
 
@@ -74,15 +76,11 @@ def test_example_engine_installs_is_selected_by_config_and_replays(tmp_path: Pat
     assert report["compressions"], "the example engine never compressed"
     assert report["final_active_tokens"] < 24000
     tests = subprocess.run(
-        [
+        pytest_argv(
             sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
+            tmp_path / "pytest-tmp",
             str(ROOT / "docs" / "examples" / "context-engine" / "tests"),
-        ],
+        ),
         env=env,
         capture_output=True,
         text=True,

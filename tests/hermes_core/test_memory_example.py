@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.child_pytest import pytest_argv
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "memory-provider"
 
 
@@ -99,7 +101,7 @@ def test_example_conformance_suite_passes_against_the_install(
 ) -> None:
     site, project = installed
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(project / "tests")],
+        pytest_argv(sys.executable, project.parent / "pytest-tmp", str(project / "tests")),
         capture_output=True,
         text=True,
         timeout=300,

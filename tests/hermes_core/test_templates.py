@@ -24,6 +24,7 @@ import pytest
 
 from hermes_core.scaffold import KINDS, names_for, render_project
 from hermes_hookspecs import CONTRACT_VERSION, ConfigError
+from tests.child_pytest import pytest_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -198,7 +199,7 @@ def test_a_template_project_installs_from_the_wheel_loads_adds_a_command_and_che
     }
 
     suite = subprocess.run(
-        [str(v.python), "-m", "pytest", "-q"],
+        pytest_argv(v.python, v.root / "pytest-engine"),
         cwd=v.projects["engine"],
         env=v.env,
         capture_output=True,
