@@ -4,6 +4,16 @@ What a query means and how hits rank is decided once, in
 :mod:`hermes_core.searchkit` (both stores use it); this module finds the
 candidate rows with PostgreSQL's own tools:
 
+* **Ranked passes read the best rows first.** Without a session scope, a
+  pass over one word, or any of several words, first reads ``k + 1`` matches
+  (``k``: the rows it returns); a word with more is read through the score
+  classes of the ``message_search_rank`` index (:data:`.migrations.RANK_SCALE`):
+  ``ts_rank`` of a row holding one of the words is bounded by that word's
+  class, so the best classes are read first and the pass stops when what it
+  holds beats every class left (the rows holding two or more of the words
+  are read whole first). The rows are exactly the best ``k`` of every match,
+  ranked alike; only the heap reads are bounded: a word in 10,000 rows costs
+  a few hundred, not 10,000 (:func:`_ranked_rows`).
 * Each term becomes ``phraseto_tsquery('simple', term)``, which reads no
   operators (``&``, ``|``, ``!``, ``<->``, ``:*``, quotes and parentheses are
   ordinary characters); a term of several words is a phrase. Terms are
@@ -28,15 +38,17 @@ candidate rows with PostgreSQL's own tools:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.searchkit import Candidate, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
 
-from .migrations import UNPARSED
+from .migrations import RANK_CLASSES, RANK_SCALE, RANK_STEP, UNPARSED, rank_class_top
 
 if TYPE_CHECKING:
     import psycopg
@@ -75,6 +87,9 @@ class Indexes:
 
     #: pg_trgm: the trigram indexes and the vocabulary's
     trigram: bool
+    #: the score classes of the words (``message_search_rank``): ranked passes read the
+    #: best rows first
+    ranked: bool
 
 
 def lexeme(word: str) -> str:
@@ -103,6 +118,9 @@ class Query:
         self.all_words = "(" + " && ".join(words) + ")" if words else None
         self.any_word = "(" + " || ".join(words) + ")" if words else None
         self.scope: list[str] = []
+        #: the word terms' lexemes, one each (None: a term of several or none);
+        #: asked for once, by the first ranked pass that needs them (:func:`_lexemes`)
+        self.lexemes: list[str] | bool | None = False
         if session_ids is not None:
             self.scope.append("f.session_id = ANY(%(sids)s)")
             self.params["sids"] = list(session_ids)
@@ -217,18 +235,21 @@ def search(
     # nor compiling the plan: JIT costs 15-20 ms on a ranked scan of a common word
     _exec(conn, "SET LOCAL jit = off")
     k = max(limit * 3 + 10, 30)
+    # the score classes serve a search of every session (within a few, every match is few)
+    ranked = indexes.ranked and session_ids is None
     summaries: list[Any] | None = None  # the any-term pass's, once a search
     while True:
         found: list[Candidate] = []
         full = False
         if q.all_words is not None:  # every term as words, then some of them
-            rows = _run(conn, word_sql(q, q.all_words), q, k)
+            # one word ranks as one word of an any-term pass does (ts_rank's OR rule)
+            rows = _word_rows(conn, q, q.all_words, k, ranked=ranked and q.words == 1)
             full = len(rows) >= k
             found += _candidates(rows, every=q.every_word)
             if len(hits := rank(found, terms, limit)) >= limit:
                 return hits
             if q.any_word is not None and q.words > 1:
-                rows = _run(conn, word_sql(q, q.any_word), q, k)
+                rows = _word_rows(conn, q, q.any_word, k, ranked=ranked)
                 full = full or len(rows) >= k
                 found += _candidates(rows, every=False)
                 if summaries is None:
@@ -248,6 +269,173 @@ def search(
         if len(hits) >= limit or not full or k >= MAX_CANDIDATES:
             return hits
         k *= 4
+
+
+#: the rows holding two or more of a pass's words are read whole; when they are more
+#: than this, the pass ranks every match instead
+MULTI_MATCHES = 2_000
+#: a class bound is raised by this share before it is compared: ts_rank sums in
+#: single precision, the classes are cut in double
+RANK_MARGIN = 1e-4
+
+
+def _lexemes(conn: psycopg.Connection[Any], q: Query) -> list[str] | None:
+    """The lexeme of each word term of ``q``, in order; None when a term parses into
+    several (a phrase such as ``session.go``) or none."""
+    words = [q.params[f"t{i}"] for i in range(len(q.terms)) if f"t{i}" in q.params]
+    rows = _exec(
+        conn,
+        "SELECT numnode(phraseto_tsquery('simple', w)), "
+        "tsvector_to_array(to_tsvector('simple', w)) "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS x(w, i) ORDER BY i",
+        (words,),
+    ).fetchall()
+    out = []
+    for nodes, lexemes in rows:
+        if nodes != 1 or len(lexemes) != 1:
+            return None
+        out.append(str(lexemes[0]))
+    return out
+
+
+def _word_rows(
+    conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int, *, ranked: bool
+) -> list[Any]:
+    """:func:`word_sql`'s rows: through the score classes when ``ranked`` and the terms
+    allow (:func:`_ranked_rows`), else by ranking every match."""
+    if ranked and q.lexemes is not None:  # None: a term is a phrase (asked before)
+        rows = _ranked_rows(conn, q, tsquery, k)
+        if rows is not None:
+            return rows
+    return _run(conn, word_sql(q, tsquery), q, k)
+
+
+def _class_of(v: float) -> int:
+    """The score class of a word's ``v`` (:data:`.migrations.RANK_STEP`)."""
+    if v <= 0:
+        return RANK_CLASSES - 1
+    c = math.floor(math.log(rank_class_top(0) / v) / math.log(RANK_STEP))
+    return min(RANK_CLASSES - 1, max(0, c))
+
+
+def _ranked_rows(conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int) -> list[Any] | None:
+    """The rows of :func:`word_sql` (the best ``k`` matches of ``tsquery``, any of
+    the query's words, by ``ts_rank``, newest first on a tie), reading few of the
+    matches; None when a term is not one word (a phrase) or the rows holding two or
+    more of the words are too many to read: the caller ranks every match.
+
+    The first ``k + 1`` matches in index order are read and ranked: ``k`` or fewer,
+    and they are every match. Otherwise the rows holding two or
+    more of the words are read whole, then the rows holding a word in the best
+    score classes (``search_rank_classes``): first the classes down to the one
+    the best match read so far would have, then two classes at a time. A row
+    not read holds one word, in a class not read yet, so its rank is below
+    ``RANK_SCALE * top / n`` (``top``: the first class left's bound, ``n``: the
+    words); the pass stops when the ``k``-th best row read ranks above that.
+    Each row is ranked by ``ts_rank`` itself, so the result is the same as
+    ranking every match, ties included.
+    """
+    rank_sql = f"ts_rank(f.tsv, {tsquery}, 1)::float8"
+    join = " JOIN messages m ON m.id = f.message_id" if "m.active" in q.scope else ""
+
+    def matching(condition: str, *, body: bool = True) -> str:
+        where = " AND ".join([condition, *q.scope])
+        text = ", f.body" if body else ""
+        return (
+            f"SELECT f.message_id, {rank_sql} AS r{text} FROM message_search f{join} WHERE {where}"
+        )
+
+    # the first k + 1 matches in index order (every row read costs a heap page, often
+    # not cached: this look reads no more than ranking k matches would)
+    first = (
+        "SELECT message_id, r, body, count(*) OVER () FROM ("
+        f"{matching(f'f.tsv @@ {tsquery}')} LIMIT %(probe)s) s "
+        "ORDER BY r DESC, message_id DESC LIMIT %(k)s"
+    )
+    rows = _run(conn, first, q, k, probe=k + 1)
+    # message id -> rank, and the text of the rows read with theirs (the fetch reads the
+    # others' again: a row read is a heap page, often not cached)
+    seen = {int(mid): float(r) for mid, r, _, _ in rows}
+    bodies = {int(mid): body for mid, _, body, _ in rows}
+    if not rows or int(rows[0][3]) <= k:  # every match: ranked whole
+        return _ranked_fetch(conn, seen, bodies, k)
+    if q.lexemes is False:
+        q.lexemes = _lexemes(conn, q)
+    if not isinstance(q.lexemes, list):
+        return None
+    words = sorted(set(q.lexemes))
+    n = len(words)
+    first_ranks = dict(seen)
+    # the index's bitmap, never a scan of the table (the planner cannot estimate a
+    # class's rows: a scan would compute every row's classes)
+    previous = _set_local(conn, {"enable_seqscan": "off"})
+    if n > 1:  # every row holding two words or more, ranked
+        pairs = " | ".join(f"({lexeme(a)} & {lexeme(b)})" for a, b in combinations(words, 2))
+        sql = f"{matching('f.tsv @@ %(pairs)s::tsquery', body=False)} LIMIT %(cap)s"
+        multi = _run(conn, sql, q, k, pairs=pairs, cap=MULTI_MATCHES + 1)
+        if len(multi) > MULTI_MATCHES:
+            _set_local(conn, previous)
+            return None
+        seen.update((int(mid), float(r)) for mid, r in multi)
+        for mid, _ in multi:
+            first_ranks.pop(int(mid), None)
+    by_class = (
+        f"{matching('search_rank_classes(f.tsv) @@ %(classes)s::tsquery')} "
+        "ORDER BY r DESC, f.message_id DESC LIMIT %(k)s"
+    )
+    # the first classes: down to the one of the best first match holding one word;
+    # then twice as many classes each time, never past the class of the k-th best of
+    # them (once read, every row above it is held: the pass stops there)
+    singles = sorted(first_ranks.values(), reverse=True)
+    start, end = 0, _class_of(singles[0] * n / RANK_SCALE) if singles else 0
+    last = _class_of(singles[k - 1] * n / RANK_SCALE) if len(singles) >= k else None
+    step = 2
+    while True:
+        classes = " | ".join(lexeme(f"{word} {c}") for word in words for c in range(start, end + 1))
+        for mid, r, body in _run(conn, by_class, q, k, classes=classes):
+            seen[int(mid)] = float(r)
+            bodies[int(mid)] = body
+        if end >= RANK_CLASSES - 1:
+            break
+        if len(seen) >= k:
+            kth = sorted(seen.values(), reverse=True)[k - 1]
+            if kth > RANK_SCALE * rank_class_top(end + 1) / n * (1 + RANK_MARGIN):
+                break
+        start, end = end + 1, min(RANK_CLASSES - 1, end + step)
+        if last is not None and start <= last < end:
+            end = last
+        step *= 2
+    _set_local(conn, previous)
+    return _ranked_fetch(conn, seen, bodies, k)
+
+
+def _ranked_fetch(
+    conn: psycopg.Connection[Any], seen: dict[int, float], bodies: dict[int, str], k: int
+) -> list[Any]:
+    """The best ``k`` of ``seen`` (message id -> rank) as :func:`word_sql` gives them,
+    with the text in ``bodies`` (read from the index's table for the others)."""
+    best = sorted(seen.items(), key=lambda item: (-item[1], -item[0]))[:k]
+    if not best:
+        return []
+    ids = [mid for mid, _ in best]
+    rows = {
+        int(row[0]): row
+        for row in _exec(
+            conn,
+            b"SELECT id, session_id, role, active, compacted, created_at, "
+            b"coalesce(origin_root, id) FROM messages WHERE id = ANY(%s)",
+            (ids,),
+        ).fetchall()
+    }
+    missing = [mid for mid in ids if mid not in bodies]
+    if missing:
+        found = _exec(
+            conn,
+            b"SELECT message_id, body FROM message_search WHERE message_id = ANY(%s)",
+            (missing,),
+        ).fetchall()
+        bodies = {**bodies, **{int(mid): body for mid, body in found}}
+    return [(*rows[mid], bodies[mid], r) for mid, r in best]
 
 
 def _run(conn: psycopg.Connection[Any], sql: str, q: Query, k: int, **extra: Any) -> list[Any]:
@@ -343,6 +531,17 @@ def _vocabulary_rows(
     window = lo
     if found:
         window = max(WINDOW_ROWS, (k - len(found)) * (hi - lo) * 3 // len(found))
+    # a bitmap of each index, ANDed with the window's id range: only the rows matching
+    # both are read (an index scan would test the words on every row of the range); the
+    # rows older than the window, or all of them when the look found none, are where the
+    # fragment is rare: their matches are read and their ids tested (a bitmap of the
+    # range's ids costs a posting each: 14 ms for 200,000, 70 for 10^6). The vocabulary
+    # too is read through its trigram index: a scan tests ILIKE on every word (14 ms for
+    # 26,000), which the planner prices as nothing
+    off = ["enable_seqscan", "enable_indexscan"]
+    if "m.active" in q.scope:  # a nested loop over the newest matches, not a hash of messages
+        off += ["enable_hashjoin", "enable_mergejoin"]
+    previous = _set_local(conn, dict.fromkeys(off, "off"))
     groups: list[list[str]] = []
     for index in range(len(q.terms)):
         words = _exec(
@@ -351,6 +550,7 @@ def _vocabulary_rows(
             (q.params[f"p{index}"], MAX_WORDS + 1),
         ).fetchall()
         if len(words) > MAX_WORDS:
+            _set_local(conn, previous)
             return None
         groups.append([lexeme(str(row[0])) for row in words])
     rows: dict[int, Any] = {int(row[0]): row for row in found}
@@ -365,15 +565,12 @@ def _vocabulary_rows(
     unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.format(alias='f.')})"
     holds = f"(({' AND '.join(tests)}) OR {unparsed})" if tests else unparsed
     span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
-    # a bitmap of each index, ANDed with the id range's: only the rows matching both
-    # are read (an index scan would test the words on every row of the range)
-    off = ["enable_seqscan", "enable_indexscan"]
-    if "m.active" in q.scope:  # a nested loop over the newest matches, not a hash of messages
-        off += ["enable_hashjoin", "enable_mergejoin"]
-    previous = _set_local(conn, dict.fromkeys(off, "off"))
+    tested = "f.message_id + 0 > %(lo)s AND f.message_id + 0 <= %(hi)s"  # on the rows
     for low, high in ((max(0, lo - window), lo), (0, max(0, lo - window))):
         if high > low:
-            for row in _run(conn, newest_sql(q, holds, span), q, k, lo=low, hi=high, **params):
+            where = span if low > 0 else tested
+            sql = newest_sql(q, holds, where)
+            for row in _run(conn, sql, q, k, lo=low, hi=high, **params):
                 rows[int(row[0])] = row
             if len(rows) >= k:
                 break
@@ -386,13 +583,15 @@ def _set_local(conn: psycopg.Connection[Any], settings: dict[str, str]) -> dict[
     (to set back: ``RESET`` would give the server's default, not the session's value).
     On an error the transaction is rolled back, and its ``SET LOCAL`` with it."""
     names = list(settings)
-    picks = ", ".join(f"current_setting(%(n{i})s)" for i in range(len(names)))
-    sets = ", ".join(f"set_config(%(n{i})s, %(v{i})s, true)" for i in range(len(names)))
+    # one statement: its values are computed in order, each setting read before it is set
+    pairs = ", ".join(
+        f"current_setting(%(n{i})s), set_config(%(n{i})s, %(v{i})s, true)"
+        for i in range(len(names))
+    )
     params = {f"n{i}": name for i, name in enumerate(names)}
     params.update({f"v{i}": settings[name] for i, name in enumerate(names)})
-    row = _exec(conn, f"SELECT {picks}", params).fetchone()
-    _exec(conn, f"SELECT {sets}", params)
-    return {name: str(value) for name, value in zip(names, row or (), strict=True)}
+    row = _exec(conn, f"SELECT {pairs}", params).fetchone() or ()
+    return {name: str(value) for name, value in zip(names, row[::2], strict=True)}
 
 
 def newest_sql(query: Query, *conditions: str) -> str:

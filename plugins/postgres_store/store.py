@@ -74,7 +74,7 @@ from .connection import (
     open_pool,
     require_dsn,
 )
-from .migrations import ensure_trigram, migrate
+from .migrations import ensure_ranked, ensure_trigram, migrate
 from .rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -130,7 +130,9 @@ class PostgresSessionStore(SessionStore):
             conn.execute(f"SET search_path TO {_quote_ident(self.schema)}")
             try:
                 migrate(conn, self.schema)
-                trgm_schema, self.search_status = ensure_trigram(conn)
+                trgm_schema, trigram_status = ensure_trigram(conn)
+                self.ranked_index, ranked_status = ensure_ranked(conn)
+                self.search_status = f"{trigram_status}; {ranked_status}"
             except self._pg.Error as exc:
                 raise StoreError(
                     f"cannot prepare schema {self.schema!r} in PostgreSQL "
@@ -138,8 +140,8 @@ class PostgresSessionStore(SessionStore):
                 ) from None
         #: True when a pg_trgm index serves substring search
         self.substring_index = trgm_schema is not None
-        self._indexes = search.Indexes(trigram=self.substring_index)
-        if not self.substring_index:
+        self._indexes = search.Indexes(trigram=self.substring_index, ranked=self.ranked_index)
+        if not (self.substring_index and self.ranked_index):
             LOG.warning("postgres store (schema %r): %s", self.schema, self.search_status)
         path = [_quote_ident(self.schema)]
         if trgm_schema and trgm_schema != self.schema:
@@ -197,6 +199,7 @@ class PostgresSessionStore(SessionStore):
             "dsn": describe_dsn(self._dsn),
             "schema": self.schema,
             "substring_index": self.substring_index,
+            "ranked_index": self.ranked_index,
             "search": self.search_status,
             "fts_index_cap": self.fts_index_cap,
         }

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hermes_core.searchkit import query_terms
 from hermes_hookspecs import Message, NewMessage, NewSession
 from hermes_plugin_postgres_store import PostgresSessionStore
 from hermes_plugin_postgres_store import search as pg_search
@@ -93,14 +94,14 @@ def test_migration_0008_fills_the_vocabulary_of_an_existing_database(
 ) -> None:
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         sid = fill(store)
-        wanted = run(store, "orbla", pg_search.Indexes(trigram=False))
+        wanted = run(store, "orbla", pg_search.Indexes(trigram=False, ranked=False))
     # what the previous version left: no vocabulary, no trigger, no migration record
     raw(pg_dsn, schema, "DROP TABLE search_words CASCADE")
     raw(pg_dsn, schema, "DROP FUNCTION search_words_add() CASCADE")
     raw(pg_dsn, schema, "DELETE FROM schema_migrations WHERE name LIKE '000__search_words%%'")
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         assert raw(pg_dsn, schema, "SELECT count(*) FROM search_words")[0][0] > 300
-        assert run(store, "orbla", pg_search.Indexes(trigram=True)) == wanted
+        assert run(store, "orbla", pg_search.Indexes(trigram=True, ranked=False)) == wanted
         store.append_messages(sid, [NewMessage(message=Message(role="user", content="quuxorblaz"))])
     assert raw(pg_dsn, schema, "SELECT word FROM search_words WHERE word = 'quuxorblaz'")
 
@@ -181,9 +182,11 @@ def test_concurrent_imports_of_shared_new_words_neither_block_nor_deadlock(
         for word in ("aaqnew", "zzqnew", "common3", "live7"):
             assert raw(pg_dsn, schema, "SELECT 1 FROM search_words WHERE word = %s", (word,))
         for fragment in ("aqne", "zqne", "ive7"):
-            exact = run(first, fragment, pg_search.Indexes(trigram=False), limit=500)
+            exact = run(first, fragment, pg_search.Indexes(trigram=False, ranked=False), limit=500)
             assert (
-                exact and run(first, fragment, pg_search.Indexes(trigram=True), limit=500) == exact
+                exact
+                and run(first, fragment, pg_search.Indexes(trigram=True, ranked=False), limit=500)
+                == exact
             )
 
 
@@ -205,11 +208,37 @@ def test_vocabulary_pass_leaves_the_planner_settings_as_it_found_them(
                 session_ids=None,
                 include_compacted=False,
                 limit=5,
-                indexes=pg_search.Indexes(trigram=True),
+                indexes=pg_search.Indexes(trigram=True, ranked=False),
             )
             after = {name: conn.execute(f"SHOW {name}").fetchall()[0][0] for name in names}
     assert hits  # the vocabulary pass ran (the probe of the newest rows found too few)
     assert after == dict.fromkeys(names, caller)
+
+
+def test_the_vocabulary_is_read_through_its_index(
+    pg_dsn: str, schema: str, small_probe: None
+) -> None:
+    """A fragment's words are looked up through the vocabulary's trigram index, never by a
+    scan testing ILIKE on every word: the planner prices that test as nothing and chose the
+    scan for a small vocabulary (14 ms for 26,000 words)."""
+    with PostgresSessionStore(pg_dsn, schema=schema, min_size=1, max_size=1) as store:
+        fill(store)
+
+        def scans() -> int:
+            with store._conn() as conn:  # the same backend (one connection): flush its counts
+                conn.execute("SELECT pg_stat_force_next_flush()")
+                conn.execute("SELECT 1")
+            rows = raw(
+                pg_dsn,
+                schema,
+                "SELECT pg_stat_clear_snapshot(), (SELECT seq_scan FROM pg_stat_user_tables "
+                "WHERE relid = 'search_words'::regclass)",
+            )
+            return int(rows[0][1])
+
+        before = scans()
+        assert store.search("orblat", limit=5)  # the vocabulary pass ran
+        assert scans() == before
 
 
 #: pieces of text where the word parser splits or drops a run of letters and digits
@@ -282,8 +311,8 @@ def test_fragments_of_split_runs_are_found_through_the_vocabulary(
         store.append_messages(
             sid, [NewMessage(message=Message(role="user", content=t)) for t in rows]
         )
-        fast = pg_search.Indexes(trigram=True)
-        exact = pg_search.Indexes(trigram=False)
+        fast = pg_search.Indexes(trigram=True, ranked=False)
+        exact = pg_search.Indexes(trigram=False, ranked=False)
         misses = [
             fragment
             for fragment in sorted(fragments)
@@ -298,8 +327,8 @@ def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
 ) -> None:
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         fill(store)
-        fast = pg_search.Indexes(trigram=True)
-        exact = pg_search.Indexes(trigram=False)
+        fast = pg_search.Indexes(trigram=True, ranked=False)
+        exact = pg_search.Indexes(trigram=False, ranked=False)
         for fragment in [*FRAGMENTS, "orbla zorblat", "orbla xyzzy", "div orbla"]:
             for limit in (1, 3, 20):
                 kw = {"limit": limit, "include_compacted": include_compacted}
@@ -326,7 +355,10 @@ def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
     monkeypatch.setattr(migrations, "INDEX_LOCK_TIMEOUT", "200ms")
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         fill(store, filler=30)
-        wanted = {q: run(store, q, pg_search.Indexes(trigram=False)) for q in ("orbla", "line 7")}
+        wanted = {
+            q: run(store, q, pg_search.Indexes(trigram=False, ranked=False))
+            for q in ("orbla", "line 7")
+        }
     raw(pg_dsn, schema, "DROP INDEX message_search_trgm_unparsed")
     with psycopg.connect(pg_dsn) as writer:  # an open transaction writing message_search
         writer.execute(f'SET search_path TO "{schema}"')
@@ -587,3 +619,146 @@ def test_search_leaves_no_prepared_statement(pg_dsn: str, schema: str) -> None:
         with store._conn() as conn:
             prepared = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
     assert prepared == []
+
+
+# -- ranked passes through the score classes ---------------------------------------------
+
+
+def ranked_rows(seed: int, count: int) -> list[str]:
+    """Rows of skewed word frequencies, lengths from one word to hundreds, words repeated
+    (``tf`` up to past the 256 positions a tsvector keeps of one lexeme)."""
+    import random
+
+    rnd = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(60)]
+    weights = [1.0 / (i + 1) for i in range(len(vocabulary))]
+    rows = []
+    for _ in range(count):
+        length = rnd.choice([1, 2, 3, 5, 8, 13, 40, 120, 400])
+        words = rnd.choices(vocabulary, weights, k=length)
+        if rnd.random() < 0.1:  # a word said over and over
+            words += [rnd.choice(vocabulary[:5])] * rnd.choice([2, 3, 7, 300])
+        rnd.shuffle(words)
+        rows.append(" ".join(words))
+    return rows
+
+
+def test_score_classes_bound_ts_rank(pg_dsn: str, schema: str) -> None:
+    """A word's class bounds its share of ts_rank as PostgreSQL itself computes it: the
+    ranked passes' stopping rule holds for the server's own ranking, repeated words and
+    long rows included."""
+    from hermes_plugin_postgres_store.migrations import (
+        RANK_CLASSES,
+        RANK_SCALE,
+        rank_class_top,
+    )
+
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        sid = store.create_session(NewSession(title="classes")).id
+        store.append_messages(
+            sid,
+            [NewMessage(message=Message(role="user", content=t)) for t in ranked_rows(3, 300)],
+        )
+    rows = raw(
+        pg_dsn,
+        schema,
+        "SELECT split_part(c, ' ', 1), split_part(c, ' ', 2)::int, "
+        "ts_rank(f.tsv, quote_literal(split_part(c, ' ', 1))::tsquery, 1)::float8 "
+        "FROM message_search f, unnest(tsvector_to_array(search_rank_classes(f.tsv))) c",
+    )
+    assert len(rows) > 1000
+    used = set()
+    for word, c, r in rows:
+        v = r / RANK_SCALE  # the word's share of a one-word query's rank
+        assert v <= rank_class_top(c) * (1 + 1e-5), (word, c, v)
+        assert c == RANK_CLASSES - 1 or v > rank_class_top(c + 1) * (1 - 1e-5), (word, c, v)
+        used.add(c)
+    assert len(used) > 10  # the rows spread over many classes
+
+
+@pytest.mark.parametrize("include_compacted", [True, False])
+def test_ranked_passes_give_the_best_of_every_match(
+    pg_dsn: str, schema: str, include_compacted: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the score classes a word pass returns exactly the rows (and ranks, and tie
+    order) of ranking every match, while reading a fraction of the matches."""
+    from hermes_hookspecs import NewMessage as New
+
+    read: list[int] = []
+    original = pg_search._run
+
+    def counting(conn: Any, sql: str, q: Any, k: int, **extra: Any) -> list[Any]:
+        rows = original(conn, sql, q, k, **extra)
+        if "classes" in extra:
+            read.append(len(rows))
+        return rows
+
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        for seed in (1, 2):  # two sessions; the search covers every session
+            sid = store.create_session(NewSession(title=f"ranked {seed}")).id
+            texts = ranked_rows(seed, 1500)
+            texts += ["w1 w2"] * 40  # ties: the newest first
+            store.append_messages(
+                sid, [New(message=Message(role="user", content=t)) for t in texts]
+            )
+        # a compaction: most rows inactive, so the active-only pass filters its reads
+        active = store.active_messages(sid)
+        store.archive_and_compact(
+            sid,
+            [New(message=m.message, origin_id=m.id) for m in active[-300:]],
+            watermark=active[-1].id,
+        )
+        queries = ["w0", "w1", "w7", "w1 w2", "w0 w3 w9", "w2 w2b w5", "w40 w41", "w59"]
+        monkeypatch.setattr(pg_search, "_run", counting)
+        with store._tx() as conn:
+            pg_search._exec(conn, "SET LOCAL jit = off")
+            for query in queries:
+                q = pg_search.Query(query_terms(query), None, not include_compacted)
+                tsquery = q.any_word if q.words > 1 else q.all_words
+                assert tsquery is not None
+                for k in (1, 5, 30, 200):
+                    every = original(conn, pg_search.word_sql(q, tsquery), q, k)
+                    ranked = pg_search._ranked_rows(conn, q, tsquery, k)
+                    assert ranked is not None, (query, k)
+                    assert [tuple(r) for r in ranked] == [tuple(r) for r in every], (query, k)
+    assert read, "the class path never ran"
+    # the common words' passes read a small share of their matches
+    assert max(read) < 1500
+
+
+def test_ranked_search_is_the_search_of_every_match(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole search (every pass, the shared ranking) is the same with and without the
+    score classes; a phrase term (``w1.w2``) or too many rows holding two words send a
+    pass back to ranking every match; the planner settings are left as found."""
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert store.ranked_index and store.describe()["ranked_index"] is True
+        sid = store.create_session(NewSession(title="ranked")).id
+        store.append_messages(
+            sid,
+            [NewMessage(message=Message(role="user", content=t)) for t in ranked_rows(5, 2000)],
+        )
+        with_classes = pg_search.Indexes(trigram=True, ranked=True)
+        without = pg_search.Indexes(trigram=True, ranked=False)
+        for query in ["w0", "w3 w4", "w1.w2 w6", "w0 w1 w2 w3", "w5 zzz", "w58 w59"]:
+            for limit in (1, 5, 20):
+                assert run(store, query, with_classes, limit=limit) == run(
+                    store, query, without, limit=limit
+                ), (query, limit)
+        with store._tx() as conn:
+            conn.execute("SET LOCAL enable_seqscan = on")
+            pg_search.search(
+                conn,
+                "w0 w1",
+                session_ids=None,
+                include_compacted=True,
+                limit=5,
+                indexes=with_classes,
+            )
+            assert conn.execute("SHOW enable_seqscan").fetchall()[0][0] == "on"
+        q = pg_search.Query(("w0", "w1"), None, False)
+        assert q.any_word is not None
+        monkeypatch.setattr(pg_search, "MULTI_MATCHES", 3)  # the rows holding both are more
+        with store._tx() as conn:
+            assert pg_search._ranked_rows(conn, q, q.any_word, 5) is None
