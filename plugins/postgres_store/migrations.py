@@ -48,12 +48,17 @@ RANK_SCALE = 0.1 / 1.64493406685
 #: ``v`` is below pi**2 / 6 (``H2``'s limit; ``log2(length + 1) >= 1``)
 RANK_TOP = 1.6449340668482264
 #: class ``c`` of a word in a row holds ``v`` in ``(RANK_TOP / RANK_STEP**(c + 1),
-#: RANK_TOP / RANK_STEP**c]`` (:func:`rank_class_top`)
+#: RANK_TOP / RANK_STEP**c]`` (:func:`rank_class_top`), written with three digits
 RANK_STEP = 1.05
-#: classes ``0 .. RANK_CLASSES - 1`` (the last one holds every lower ``v``)
+#: classes up to ``RANK_CLASSES - 1`` (the last one holds every lower ``v``)
 RANK_CLASSES = 128
+#: ... and from this one: ``v <= 1`` (one position of a one-word row), class 10
+RANK_FIRST_CLASS = 10
 #: a tsvector stores at most this many positions of one lexeme
 MAX_POSITIONS = 256
+#: a lexeme longer than this (in bytes) has no class: ``'lexeme 123'`` would pass the
+#: 2,047 bytes a lexeme may hold, and no query term is that long (256 characters)
+RANK_LEXEME_BYTES = 2040
 
 
 def rank_class_top(c: int) -> float:
@@ -61,13 +66,15 @@ def rank_class_top(c: int) -> float:
     return RANK_TOP / RANK_STEP**c if c < RANK_CLASSES else 0.0
 
 
-#: the score classes of a tsvector's words: ``'word class'`` for each word, the class of
+#: the score classes of a tsvector's words: ``'word 034'`` for each word, the class of
 #: its ``v`` (see RANK_SCALE); a GIN index on it (message_search_rank) gives the rows
 #: holding a word in a class without reading them, so a ranked pass reads the best
 #: classes first and stops when the rest cannot beat what it holds (search.py). In
 #: PL/pgSQL: its plans are kept for the connection, where a SQL function's body is
-#: planned again by every statement that writes a row (0.4 ms an append, not 0.09)
-RANK_CLASSES_FUNCTION = f"""
+#: planned again by every statement that writes a row (0.4 ms an append, not 0.09).
+#: Its numbers are written out (a released migration never changes); the tests check
+#: them against the constants above and its classes against the server's ts_rank.
+RANK_CLASSES_FUNCTION = """
         CREATE FUNCTION search_rank_classes(t tsvector) RETURNS tsvector
         LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
         DECLARE
@@ -90,14 +97,15 @@ RANK_CLASSES_FUNCTION = f"""
             norm := ln(total + 1.0::float8) / ln(2.0::float8);
             classes := array_fill(NULL::text, ARRAY[array_length(words, 1)]);
             FOR i IN 1 .. array_length(words, 1) LOOP
-                h2 := 0;  -- H2(tf): 1 / j**2 over the word's positions
-                FOR j IN 1 .. least(counts[i], {MAX_POSITIONS}) LOOP
+                CONTINUE WHEN octet_length(words[i]) > 2040;
+                h2 := 0;  -- H2(tf): 1 / j**2 over the word's positions (256 at most)
+                FOR j IN 1 .. least(counts[i], 256) LOOP
                     h2 := h2 + 1.0::float8 / (j * j);
                 END LOOP;
-                classes[i] := words[i] || ' ' || least({RANK_CLASSES - 1}, greatest(0, floor(
-                    ln({RANK_TOP!r}::float8 * norm / h2) / ln({RANK_STEP!r}::float8))))::int;
+                classes[i] := words[i] || ' ' || lpad(least(127, greatest(0, floor(
+                    ln(1.6449340668482264::float8 * norm / h2) / ln(1.05::float8))))::text, 3, '0');
             END LOOP;
-            RETURN array_to_tsvector(classes);
+            RETURN array_to_tsvector(array_remove(classes, NULL));
         END
         $$;
 """
@@ -522,9 +530,12 @@ def ensure_ranked(conn: psycopg.Connection[Any]) -> tuple[bool, str]:
     failed = _ensure_indexes(
         conn,
         {
+            # a small pending list: a query checks every pending entry for each of its
+            # words, and a class query has many (65 ms for 45 words against 4 MB pending)
             "message_search_rank": (
                 "CREATE INDEX CONCURRENTLY IF NOT EXISTS message_search_rank "
-                "ON message_search USING gin (search_rank_classes(tsv))"
+                "ON message_search USING gin (search_rank_classes(tsv)) "
+                "WITH (gin_pending_list_limit = 256)"
             )
         },
     )

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -48,7 +48,14 @@ from typing import TYPE_CHECKING, Any
 from hermes_core.searchkit import Candidate, has_word, query_terms, rank
 from hermes_hookspecs.records import SearchHit
 
-from .migrations import RANK_CLASSES, RANK_SCALE, RANK_STEP, UNPARSED, rank_class_top
+from .migrations import (
+    RANK_CLASSES,
+    RANK_FIRST_CLASS,
+    RANK_SCALE,
+    RANK_STEP,
+    UNPARSED,
+    rank_class_top,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -234,9 +241,28 @@ def search(
     _exec(conn, "SET LOCAL max_parallel_workers_per_gather = 0")
     # nor compiling the plan: JIT costs 15-20 ms on a ranked scan of a common word
     _exec(conn, "SET LOCAL jit = off")
-    k = max(limit * 3 + 10, 30)
-    # the score classes serve a search of every session (within a few, every match is few)
+    # the score classes serve a search of every session (within a few, every match is few),
+    # which reads through the indexes' bitmaps, never a scan of the table (_ranked_rows)
     ranked = indexes.ranked and session_ids is None
+    previous = _set_local(conn, {"enable_seqscan": "off"}) if ranked else None
+    hits = _passes(conn, q, session_ids, limit, indexes, ranked=ranked)
+    if previous is not None:
+        _set_local(conn, previous)  # the caller's later statements plan as before
+    return hits
+
+
+def _passes(
+    conn: psycopg.Connection[Any],
+    q: Query,
+    session_ids: Sequence[str] | None,
+    limit: int,
+    indexes: Indexes,
+    *,
+    ranked: bool,
+) -> list[SearchHit]:
+    """The passes of :func:`search` (see the module's docstring)."""
+    terms = q.terms
+    k = max(limit * 3 + 10, 30)
     summaries: list[Any] | None = None  # the any-term pass's, once a search
     while True:
         found: list[Candidate] = []
@@ -281,18 +307,22 @@ RANK_MARGIN = 1e-4
 
 def _lexemes(conn: psycopg.Connection[Any], q: Query) -> list[str] | None:
     """The lexeme of each word term of ``q``, in order; None when a term parses into
-    several (a phrase such as ``session.go``) or none."""
+    several (a phrase such as ``session.go``) or none, or when the score-class index is
+    not there or not valid (dropped since the store opened: a class query would then
+    compute every row's classes)."""
     words = [q.params[f"t{i}"] for i in range(len(q.terms)) if f"t{i}" in q.params]
     rows = _exec(
         conn,
         "SELECT numnode(phraseto_tsquery('simple', w)), "
-        "tsvector_to_array(to_tsvector('simple', w)) "
+        "tsvector_to_array(to_tsvector('simple', w)), "
+        "coalesce((SELECT indisvalid FROM pg_index "
+        "WHERE indexrelid = to_regclass('message_search_rank')), false) "
         "FROM unnest(%s::text[]) WITH ORDINALITY AS x(w, i) ORDER BY i",
         (words,),
     ).fetchall()
     out = []
-    for nodes, lexemes in rows:
-        if nodes != 1 or len(lexemes) != 1:
+    for nodes, lexemes, indexed in rows:
+        if not indexed or nodes != 1 or len(lexemes) != 1:
             return None
         out.append(str(lexemes[0]))
     return out
@@ -303,7 +333,7 @@ def _word_rows(
 ) -> list[Any]:
     """:func:`word_sql`'s rows: through the score classes when ``ranked`` and the terms
     allow (:func:`_ranked_rows`), else by ranking every match."""
-    if ranked and q.lexemes is not None:  # None: a term is a phrase (asked before)
+    if ranked and q.lexemes is not None:  # None: not for this query (found before)
         rows = _ranked_rows(conn, q, tsquery, k)
         if rows is not None:
             return rows
@@ -315,25 +345,46 @@ def _class_of(v: float) -> int:
     if v <= 0:
         return RANK_CLASSES - 1
     c = math.floor(math.log(rank_class_top(0) / v) / math.log(RANK_STEP))
-    return min(RANK_CLASSES - 1, max(0, c))
+    return min(RANK_CLASSES - 1, max(RANK_FIRST_CLASS, c))
+
+
+#: a class query's text stays below this many characters (a tsquery holds at most 1 MB;
+#: 32 terms of 256 four-byte characters, a dozen entries each, would pass it)
+MAX_CLASS_TEXT = 200_000
+
+
+def _classes_text(words: list[str], start: int, end: int) -> str:
+    """A tsquery for ``words`` in classes ``start .. end``: a whole decade as one prefix
+    (``'word 03':*``, classes 30-39), the others one by one (``'word 041'``)."""
+    entries = []
+    c = start
+    while c <= end:
+        if c % 10 == 0 and c + 9 <= end:
+            entries += [f"{lexeme(f'{word} {c // 10:02d}')}:*" for word in words]
+            c += 10
+        else:
+            entries += [lexeme(f"{word} {c:03d}") for word in words]
+            c += 1
+    return " | ".join(entries)
 
 
 def _ranked_rows(conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int) -> list[Any] | None:
     """The rows of :func:`word_sql` (the best ``k`` matches of ``tsquery``, any of
     the query's words, by ``ts_rank``, newest first on a tie), reading few of the
-    matches; None when a term is not one word (a phrase) or the rows holding two or
-    more of the words are too many to read: the caller ranks every match.
+    matches; None when a term is not one word (a phrase), the index is not there, or
+    the rows holding two or more of the words are too many to read: the caller ranks
+    every match (and later passes of the search do not try again).
 
     The first ``k + 1`` matches in index order are read and ranked: ``k`` or fewer,
-    and they are every match. Otherwise the rows holding two or
-    more of the words are read whole, then the rows holding a word in the best
-    score classes (``search_rank_classes``): first the classes down to the one
-    the best match read so far would have, then two classes at a time. A row
-    not read holds one word, in a class not read yet, so its rank is below
-    ``RANK_SCALE * top / n`` (``top``: the first class left's bound, ``n``: the
-    words); the pass stops when the ``k``-th best row read ranks above that.
-    Each row is ranked by ``ts_rank`` itself, so the result is the same as
-    ranking every match, ties included.
+    and they are every match. Otherwise the rows holding two or more of the words
+    are read whole, then the rows holding a word in the best score classes
+    (``search_rank_classes``): first the classes down to the one the best match read
+    so far would have, then twice as many classes each time, never past the class
+    of the ``k``-th best of them. A row not read holds one word, in a class not read
+    yet, so its rank is below ``RANK_SCALE * top / n`` (``top``: the first class
+    left's bound, ``n``: the words); the pass stops when the ``k``-th best row read
+    ranks above that. Each row is ranked by ``ts_rank`` itself, so the result is the
+    same as ranking every match, ties included.
     """
     rank_sql = f"ts_rank(f.tsv, {tsquery}, 1)::float8"
     join = " JOIN messages m ON m.id = f.message_id" if "m.active" in q.scope else ""
@@ -345,6 +396,26 @@ def _ranked_rows(conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int) 
             f"SELECT f.message_id, {rank_sql} AS r{text} FROM message_search f{join} WHERE {where}"
         )
 
+    # search() turned scans of the table off: the first look would read rows in table
+    # order until k + 1 match, and a class query would compute every row's classes (the
+    # planner cannot estimate a class's rows); with the active-only condition, a nested
+    # loop over the matches, not a join of all of messages
+    if not join:
+        return _ranked(conn, q, tsquery, k, matching)
+    previous = _set_local(conn, dict.fromkeys(["enable_hashjoin", "enable_mergejoin"], "off"))
+    rows = _ranked(conn, q, tsquery, k, matching)
+    _set_local(conn, previous)  # the later passes plan as the caller's settings say
+    return rows
+
+
+def _ranked(
+    conn: psycopg.Connection[Any],
+    q: Query,
+    tsquery: str,
+    k: int,
+    matching: Callable[..., str],
+) -> list[Any] | None:
+    """:func:`_ranked_rows` with its planner settings made."""
     # the first k + 1 matches in index order (every row read costs a heap page, often
     # not cached: this look reads no more than ranking k matches would)
     first = (
@@ -366,15 +437,12 @@ def _ranked_rows(conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int) 
     words = sorted(set(q.lexemes))
     n = len(words)
     first_ranks = dict(seen)
-    # the index's bitmap, never a scan of the table (the planner cannot estimate a
-    # class's rows: a scan would compute every row's classes)
-    previous = _set_local(conn, {"enable_seqscan": "off"})
     if n > 1:  # every row holding two words or more, ranked
         pairs = " | ".join(f"({lexeme(a)} & {lexeme(b)})" for a, b in combinations(words, 2))
         sql = f"{matching('f.tsv @@ %(pairs)s::tsquery', body=False)} LIMIT %(cap)s"
         multi = _run(conn, sql, q, k, pairs=pairs, cap=MULTI_MATCHES + 1)
         if len(multi) > MULTI_MATCHES:
-            _set_local(conn, previous)
+            q.lexemes = None  # so it is for every pass of this query: rank every match
             return None
         seen.update((int(mid), float(r)) for mid, r in multi)
         for mid, _ in multi:
@@ -387,11 +455,15 @@ def _ranked_rows(conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int) 
     # then twice as many classes each time, never past the class of the k-th best of
     # them (once read, every row above it is held: the pass stops there)
     singles = sorted(first_ranks.values(), reverse=True)
-    start, end = 0, _class_of(singles[0] * n / RANK_SCALE) if singles else 0
+    start = RANK_FIRST_CLASS
+    end = _class_of(singles[0] * n / RANK_SCALE) if singles else start
     last = _class_of(singles[k - 1] * n / RANK_SCALE) if len(singles) >= k else None
     step = 2
     while True:
-        classes = " | ".join(lexeme(f"{word} {c}") for word in words for c in range(start, end + 1))
+        classes = _classes_text(words, start, end)
+        if len(classes) > MAX_CLASS_TEXT:
+            q.lexemes = None
+            return None
         for mid, r, body in _run(conn, by_class, q, k, classes=classes):
             seen[int(mid)] = float(r)
             bodies[int(mid)] = body
@@ -405,7 +477,6 @@ def _ranked_rows(conn: psycopg.Connection[Any], q: Query, tsquery: str, k: int) 
         if last is not None and start <= last < end:
             end = last
         step *= 2
-    _set_local(conn, previous)
     return _ranked_fetch(conn, seen, bodies, k)
 
 
@@ -583,15 +654,16 @@ def _set_local(conn: psycopg.Connection[Any], settings: dict[str, str]) -> dict[
     (to set back: ``RESET`` would give the server's default, not the session's value).
     On an error the transaction is rolled back, and its ``SET LOCAL`` with it."""
     names = list(settings)
-    # one statement: its values are computed in order, each setting read before it is set
-    pairs = ", ".join(
-        f"current_setting(%(n{i})s), set_config(%(n{i})s, %(v{i})s, true)"
-        for i in range(len(names))
-    )
+    # one statement: the subquery (kept apart by OFFSET 0) reads every setting before the
+    # outer list sets them
+    olds = ", ".join(f"current_setting(%(n{i})s) AS o{i}" for i in range(len(names)))
+    sets = ", ".join(f"set_config(%(n{i})s, %(v{i})s, true)" for i in range(len(names)))
+    keep = ", ".join(f"o{i}" for i in range(len(names)))
     params = {f"n{i}": name for i, name in enumerate(names)}
     params.update({f"v{i}": settings[name] for i, name in enumerate(names)})
-    row = _exec(conn, f"SELECT {pairs}", params).fetchone() or ()
-    return {name: str(value) for name, value in zip(names, row[::2], strict=True)}
+    sql = f"SELECT {keep}, {sets} FROM (SELECT {olds} OFFSET 0) s"
+    row = _exec(conn, sql, params).fetchone() or ()
+    return {name: str(value) for name, value in zip(names, row[: len(names)], strict=True)}
 
 
 def newest_sql(query: Query, *conditions: str) -> str:

@@ -404,7 +404,11 @@ class PostgresSessionStore(SessionStore):
         limit: int = 20,
     ) -> list[SearchHit]:
         scope = check_search(query, limit, session_id, session_ids)
-        with self._tx() as conn:  # one snapshot for every pass
+        with self._tx() as conn:
+            # one snapshot for every pass and statement (READ COMMITTED would take one a
+            # statement: a compaction committed between two would show rows both ways);
+            # a transaction that only reads never fails to serialize
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", prepare=False)
             return search.search(
                 conn,
                 query,

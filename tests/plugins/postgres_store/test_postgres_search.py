@@ -643,12 +643,31 @@ def ranked_rows(seed: int, count: int) -> list[str]:
     return rows
 
 
+def boundary_rows(seed: int, count: int) -> list[str]:
+    """Rows of every length from 1 to 300 positions, each holding one of six words once to
+    three times among filler words: the six words' ranks are a dense spectrum, many of
+    them just either side of a class's bound."""
+    import random
+
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(count):
+        length = 1 + i % 300
+        tf = min(length, rnd.choice([1, 1, 1, 2, 3]))
+        words = [f"b{rnd.randrange(6)}"] * tf
+        words += [f"f{rnd.randrange(400)}" for _ in range(length - tf)]
+        rnd.shuffle(words)
+        rows.append(" ".join(words))
+    return rows
+
+
 def test_score_classes_bound_ts_rank(pg_dsn: str, schema: str) -> None:
     """A word's class bounds its share of ts_rank as PostgreSQL itself computes it: the
     ranked passes' stopping rule holds for the server's own ranking, repeated words and
     long rows included."""
     from hermes_plugin_postgres_store.migrations import (
         RANK_CLASSES,
+        RANK_FIRST_CLASS,
         RANK_SCALE,
         rank_class_top,
     )
@@ -674,6 +693,22 @@ def test_score_classes_bound_ts_rank(pg_dsn: str, schema: str) -> None:
         assert c == RANK_CLASSES - 1 or v > rank_class_top(c + 1) * (1 - 1e-5), (word, c, v)
         used.add(c)
     assert len(used) > 10  # the rows spread over many classes
+    assert min(used) >= RANK_FIRST_CLASS  # the classes a pass starts from
+
+
+def test_the_class_function_is_written_with_the_constants_search_uses() -> None:
+    """Migration 0012 spells its numbers out (a released migration never changes); they
+    are the ones the ranked passes bound ranks with."""
+    from hermes_plugin_postgres_store import migrations
+
+    sql = migrations.RANK_CLASSES_FUNCTION
+    assert f"ln({migrations.RANK_TOP!r}::float8" in sql
+    assert f"ln({migrations.RANK_STEP!r}::float8)" in sql
+    assert f"least({migrations.RANK_CLASSES - 1}, greatest(0" in sql
+    assert f"least(counts[i], {migrations.MAX_POSITIONS})" in sql
+    assert f"octet_length(words[i]) > {migrations.RANK_LEXEME_BYTES}" in sql
+    assert migrations.RANK_CLASSES <= 1000  # three digits
+    assert pg_search._class_of(1.0) == migrations.RANK_FIRST_CLASS
 
 
 @pytest.mark.parametrize("include_compacted", [True, False])
@@ -696,7 +731,7 @@ def test_ranked_passes_give_the_best_of_every_match(
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         for seed in (1, 2):  # two sessions; the search covers every session
             sid = store.create_session(NewSession(title=f"ranked {seed}")).id
-            texts = ranked_rows(seed, 1500)
+            texts = ranked_rows(seed, 1500) + boundary_rows(seed, 1200)
             texts += ["w1 w2"] * 40  # ties: the newest first
             store.append_messages(
                 sid, [New(message=Message(role="user", content=t)) for t in texts]
@@ -709,6 +744,7 @@ def test_ranked_passes_give_the_best_of_every_match(
             watermark=active[-1].id,
         )
         queries = ["w0", "w1", "w7", "w1 w2", "w0 w3 w9", "w2 w2b w5", "w40 w41", "w59"]
+        queries += ["b0", "b1 b2", "b3 b4 b5", "b0 w0"]
         monkeypatch.setattr(pg_search, "_run", counting)
         with store._tx() as conn:
             pg_search._exec(conn, "SET LOCAL jit = off")
@@ -716,7 +752,7 @@ def test_ranked_passes_give_the_best_of_every_match(
                 q = pg_search.Query(query_terms(query), None, not include_compacted)
                 tsquery = q.any_word if q.words > 1 else q.all_words
                 assert tsquery is not None
-                for k in (1, 5, 30, 200):
+                for k in (1, 2, 5, 13, 30, 71, 200):
                     every = original(conn, pg_search.word_sql(q, tsquery), q, k)
                     ranked = pg_search._ranked_rows(conn, q, tsquery, k)
                     assert ranked is not None, (query, k)
@@ -762,3 +798,25 @@ def test_ranked_search_is_the_search_of_every_match(
         monkeypatch.setattr(pg_search, "MULTI_MATCHES", 3)  # the rows holding both are more
         with store._tx() as conn:
             assert pg_search._ranked_rows(conn, q, q.any_word, 5) is None
+        monkeypatch.undo()
+        wanted = run(store, "w0", without, limit=5)
+        # a class query too long for a tsquery (long words, many of them) ranks every match
+        monkeypatch.setattr(pg_search, "MAX_CLASS_TEXT", 10)
+        assert run(store, "w0", with_classes, limit=5) == wanted
+        monkeypatch.undo()
+        # the index dropped after the store opened: no class query (each would compute the
+        # classes of every row of the table), the same hits
+        classes: list[str] = []
+        original = pg_search._run
+
+        def recording(conn: Any, sql: str, q: Any, k: int, **extra: Any) -> list[Any]:
+            if "classes" in extra:
+                classes.append(extra["classes"])
+            return original(conn, sql, q, k, **extra)
+
+        monkeypatch.setattr(pg_search, "_run", recording)
+        assert run(store, "w0", with_classes, limit=5) == wanted and classes
+        classes.clear()
+        raw(pg_dsn, schema, "DROP INDEX message_search_rank")
+        assert run(store, "w0", with_classes, limit=5) == wanted
+        assert classes == []
