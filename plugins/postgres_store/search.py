@@ -606,7 +606,7 @@ def _vocabulary_rows(
     # both are read (an index scan would test the words on every row of the range); the
     # rows older than the window, or all of them when the look found none, are where the
     # fragment is rare: their matches are read and their ids tested (a bitmap of the
-    # range's ids costs a posting each: 14 ms for 200,000, 70 for 10^6). The vocabulary
+    # range's ids costs a posting each: 14 ms for 200,000). The vocabulary
     # too is read through its trigram index: a scan tests ILIKE on every word (14 ms for
     # 26,000), which the planner prices as nothing
     off = ["enable_seqscan", "enable_indexscan"]
