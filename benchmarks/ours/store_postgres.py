@@ -227,8 +227,8 @@ def bench_search(dsn: str, size: int, queries: int, rebuild: bool) -> dict[str, 
         build_database(dsn, schema, size)
         print(f"  built in {time.perf_counter() - start:.0f}s", file=sys.stderr, flush=True)
     store = PostgresSessionStore(dsn, schema=schema)
-    timed = store_sqlite.timed_plan(lambda query: store.search(query, limit=20), queries)
     plan = store_sqlite.search_queries(queries)
+    timed = store_sqlite.timed_plan(lambda query: store.search(query, limit=20), plan)
     scoped: list[float] = []
     for _, query in plan[: max(20, queries // 4)]:
         sid = f"bench{random.Random(query).randrange(max(1, size // SESSION_SIZE)):07d}"

@@ -256,11 +256,10 @@ def time_searches(
     }
 
 
-def timed_plan(search: Callable[[str], list[Any]], queries: int) -> dict[str, Any]:
-    """The search benchmark of one store: ``queries`` queries after 20 to warm its cache,
-    then the same queries again (``second_pass``: the pages they read now cached, what a
-    long-running store answers once its cache holds them)."""
-    plan = search_queries(queries)
+def timed_plan(search: Callable[[str], list[Any]], plan: list[tuple[str, str]]) -> dict[str, Any]:
+    """The search benchmark of one store: ``plan`` after its first 20 queries to warm the
+    cache, then the same queries again (``second_pass``: the pages they read now cached,
+    what a long-running store answers once its cache holds them)."""
     for _, query in plan[:20]:  # warm the page cache
         search(query)
     first = time_searches(search, plan)
@@ -278,8 +277,8 @@ def bench_search(cache: Path, size: int, queries: int) -> dict[str, Any]:
         build_database(path, size)
         print(f"  built in {time.perf_counter() - start:.0f}s", file=sys.stderr)
     store = SqliteSessionStore(path)
-    timed = timed_plan(lambda query: store.search(query, limit=20), queries)
     plan = search_queries(queries)
+    timed = timed_plan(lambda query: store.search(query, limit=20), plan)
     scoped: list[float] = []
     for _, query in plan[: max(20, queries // 4)]:
         sid = f"bench{random.Random(query).randrange(max(1, size // SESSION_SIZE)):07d}"
