@@ -243,7 +243,7 @@ def test_every_template_passes_its_conformance_suite_as_generated(
         assert row["registered"] == {spec.registry: [f"acme-{kind}"]}, row
     running = {
         kind: subprocess.Popen(
-            [str(v.python), "-m", "pytest", "-q"],
+            pytest_argv(v.python, v.root / f"pytest-{kind}"),  # its own temporary root
             cwd=v.projects[kind],
             env=v.env,
             stdout=subprocess.PIPE,
