@@ -69,6 +69,9 @@ PROBE_ROWS = 1_000
 PROBE_MORE_ROWS = 8_000
 #: the first range of older rows asked through the vocabulary is at least this long
 WINDOW_ROWS = 50_000
+#: a fragment whose rate in the rows read says it is in at most this many rows in all has
+#: all its rows read at once, their ids tested on the rows (no window: see _vocabulary_rows)
+FEW_MATCHES = 2_000
 _PLAIN = re.compile(r"[^\W_]{3,}")
 #: substrings are looked for in the newest rows first (see _substring_rows)
 NEWEST_WINDOW = 20_000
@@ -582,7 +585,10 @@ def _vocabulary_rows(
     for the rows whose text the parser does not wholly index
     (:data:`.migrations.UNPARSED`), when its text does (the partial trigram
     index). A fragment that is rare over the newest rows is rare over all:
-    reading all its rows costs little.
+    reading all its rows costs little. So when the rate found says the
+    fragment is in at most :data:`FEW_MATCHES` rows in all, all of them are
+    read at once; otherwise a window of older ids first, as many as the rate
+    says hold the rest.
     """
     probe = substring_sql(q, q.likes(every=every, indexed=False), bounded=True, indexed=False)
     lo = max(0, hi - PROBE_ROWS)
@@ -596,11 +602,13 @@ def _vocabulary_rows(
             if len(found) >= k or lo <= more:
                 return found
             lo -= more
-    # the rows older than those read: when the look found some, first as many as their
-    # rate says hold the rest (three times over), then all the others; when it found
-    # none the fragment is rare, and all its rows are few
+    # the rows older than those read: when the look found some and their rate says the
+    # fragment is in more than FEW_MATCHES rows, first as many as that rate says hold the
+    # rest (three times over), then all the others; otherwise (none found, or few) all its
+    # rows are few: they are read at once. A window's id range is a bitmap of its ids
+    # (9 ms for 200,000), dearer than reading a few hundred matches
     window = lo
-    if found:
+    if found and len(found) * hi > FEW_MATCHES * (hi - lo):
         window = max(WINDOW_ROWS, (k - len(found)) * (hi - lo) * 3 // len(found))
     # a bitmap of each index, ANDed with the window's id range: only the rows matching
     # both are read (an index scan would test the words on every row of the range); the

@@ -60,6 +60,14 @@ def small_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pg_search, "WINDOW_ROWS", 50)
 
 
+@pytest.fixture(params=["window", "at-once"])
+def few_matches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of reading a fragment's older rows: through a window of ids first (a
+    fragment whose rate says it is common), or all of them at once (a rare one)."""
+    monkeypatch.setattr(pg_search, "FEW_MATCHES", 0 if request.param == "window" else 10**9)
+    return str(request.param)
+
+
 def run(
     store: PostgresSessionStore, query: str, indexes: pg_search.Indexes, **kw: Any
 ) -> list[int]:
@@ -291,7 +299,7 @@ def mixed_rows(seed: int, count: int) -> list[str]:
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_fragments_of_split_runs_are_found_through_the_vocabulary(
-    pg_dsn: str, schema: str, small_probe: None, seed: int
+    pg_dsn: str, schema: str, small_probe: None, few_matches: str, seed: int
 ) -> None:
     """Random rows of decimals with units, dates, versions, superscripts, non-ASCII letters,
     tags, URLs...: every fragment of a run of letters and digits in them (as the query
@@ -323,7 +331,7 @@ def test_fragments_of_split_runs_are_found_through_the_vocabulary(
 
 @pytest.mark.parametrize("include_compacted", [True, False])
 def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
-    pg_dsn: str, schema: str, small_probe: None, include_compacted: bool
+    pg_dsn: str, schema: str, small_probe: None, few_matches: str, include_compacted: bool
 ) -> None:
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         fill(store)
@@ -339,6 +347,42 @@ def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
         # the rows the parser does not index as words are found too
         texts = {h.message_id: h.snippet for h in store.search("orbla", limit=20)}
         assert len(texts) == len([t for t in TRICKY if "orbla" in t.lower()])
+
+
+@pytest.mark.parametrize("common", [False, True])
+def test_a_fragment_in_few_rows_is_read_at_once_without_a_window(
+    pg_dsn: str, schema: str, small_probe: None, monkeypatch: pytest.MonkeyPatch, common: bool
+) -> None:
+    """Past the newest rows, a fragment whose rate there says it is in few rows in all has
+    every row read in one statement: a window's id range costs a bitmap of all its ids
+    (9 ms for 200,000 at 10^6 messages), more than the few matches. A fragment whose rate
+    says it is common is read through a window first."""
+    # five matches in the 20 newest rows (small_probe), too few for k (30) and no look
+    # further: a rate that says 150 rows in all, more than 10 and fewer than 2,000
+    monkeypatch.setattr(pg_search, "FEW_MATCHES", 10 if common else 2_000)
+    ranges: list[tuple[int, int]] = []
+    real = pg_search._run
+
+    def recorded(conn: Any, sql: str, q: pg_search.Query, k: int, **extra: Any) -> list[Any]:
+        if "tsquery[]" in sql:  # a statement of the vocabulary stage
+            ranges.append((extra["lo"], extra["hi"]))
+        return real(conn, sql, q, k, **extra)
+
+    monkeypatch.setattr(pg_search, "_run", recorded)
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        sid = store.create_session(NewSession(title="sparse")).id
+        rows = [f"filler {i}" if i % 4 else f"row {i} quuxorbla{i}" for i in range(600)]
+        store.append_messages(
+            sid, [NewMessage(message=Message(role="user", content=t)) for t in rows]
+        )
+        found = run(store, "uxorbla", pg_search.Indexes(trigram=True, ranked=False), limit=5)
+        exact = run(store, "uxorbla", pg_search.Indexes(trigram=False, ranked=False), limit=5)
+    assert found == exact and len(found) == 5
+    assert ranges
+    if common:  # a window of the older rows next to those read first
+        assert ranges[0][0] > 0
+    else:  # every older row at once
+        assert ranges == [(0, ranges[0][1])]
 
 
 def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
