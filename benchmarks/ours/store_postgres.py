@@ -10,7 +10,9 @@ Measures (one run, printed as a table and written as JSON):
 * search p50/p95 at 10^4, 10^5 and 10^6 messages, with the same corpus and
   query mix as ``store_sqlite.py``; databases are built once with bulk SQL
   (COPY) into the store's own schema and kept as schemas named
-  ``bench_search_v<N>_<size>`` for later runs (``--rebuild`` drops them);
+  ``bench_search_v<N>_<size>`` for later runs (``--rebuild`` drops them); with
+  ``--search-beside-sqlite DIR`` the SQLite store's database of the same size
+  answers the same queries alongside, the two stores taking turns query by query;
 * ``archive_and_compact`` on a 10,000-message session (20 rows carried);
 * lease hand-over latency between two processes (release committed in one
   process -> grant returned in the other), woken by LISTEN/NOTIFY;
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ from hermes_hookspecs.messages import Message
 from hermes_hookspecs.records import NewMessage, NewSession
 from hermes_plugin_postgres_store import PostgresSessionStore
 from hermes_plugin_postgres_store.testing import drop_schema, find_dsn
+from hermes_plugin_sqlite_store import SqliteSessionStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import store_sqlite
@@ -213,7 +217,14 @@ def build_database(dsn: str, schema: str, total: int) -> None:
         conn.execute("VACUUM ANALYZE message_search")
 
 
-def bench_search(dsn: str, size: int, queries: int, rebuild: bool) -> dict[str, Any]:
+def bench_search(
+    dsn: str, size: int, queries: int, rebuild: bool, sqlite_cache: Path | None = None
+) -> dict[str, Any]:
+    """Search p50/p95 over the query mix; with ``sqlite_cache`` (where the SQLite store's
+    search databases are kept, built if missing) the SQLite store of the same size runs
+    the same queries alongside, the two taking turns query by query (``sqlite``): a page
+    either store reads from disk rather than from the OS's cache then costs both alike,
+    whatever the machine kept before."""
     schema = search_schema(size)
     with psycopg.connect(dsn, autocommit=True) as conn:
         have = conn.execute(
@@ -228,7 +239,14 @@ def bench_search(dsn: str, size: int, queries: int, rebuild: bool) -> dict[str, 
         print(f"  built in {time.perf_counter() - start:.0f}s", file=sys.stderr, flush=True)
     store = PostgresSessionStore(dsn, schema=schema)
     plan = store_sqlite.search_queries(queries)
-    timed = store_sqlite.timed_plan(lambda query: store.search(query, limit=20), plan)
+    searches: dict[str, Callable[[str], list[Any]]] = {"postgres": partial(store.search, limit=20)}
+    lite = None
+    if sqlite_cache is not None:
+        lite = SqliteSessionStore(store_sqlite.search_database(sqlite_cache, size))
+        searches["sqlite"] = partial(lite.search, limit=20)
+    timed = store_sqlite.timed_plans(searches, plan)
+    if lite is not None:
+        lite.close()
     scoped: list[float] = []
     for _, query in plan[: max(20, queries // 4)]:
         sid = f"bench{random.Random(query).randrange(max(1, size // SESSION_SIZE)):07d}"
@@ -246,7 +264,8 @@ def bench_search(dsn: str, size: int, queries: int, rebuild: bool) -> dict[str, 
     return {
         "messages": size,
         "db_mb": round(float(mb[0] or 0), 1) if mb else None,
-        **timed,
+        **timed["postgres"],
+        **({"sqlite": timed["sqlite"]} if "sqlite" in timed else {}),
         "session_scoped": percentiles(scoped),
     }
 
@@ -423,6 +442,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--sqlite-sizes", default=None, help="search sizes for the SQLite side (default: --sizes)"
     )
     parser.add_argument(
+        "--search-beside-sqlite",
+        metavar="DIR",
+        default=None,
+        help="run each search size's queries alongside the SQLite store's database of the "
+        "same size kept in DIR (built there if missing), the two taking turns per query",
+    )
+    parser.add_argument(
         "--parts", default="append,compact,handover,search", help="what to measure on postgres"
     )
     parser.add_argument(
@@ -465,7 +491,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"lease hand-over: {pg['lease_handover']}", flush=True)
     pg["search"] = {}
     for size in sizes if "search" in parts else []:
-        pg["search"][str(size)] = bench_search(dsn, size, args.queries, args.rebuild)
+        beside = None if args.search_beside_sqlite is None else Path(args.search_beside_sqlite)
+        pg["search"][str(size)] = bench_search(dsn, size, args.queries, args.rebuild, beside)
         print(f"search {size:,}: {pg['search'][str(size)]}", flush=True)
     result: dict[str, Any] = {"postgres": pg}
     if args.with_sqlite:

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -235,39 +235,53 @@ def search_queries(count: int, seed: int = 3) -> list[tuple[str, str]]:
 
 
 def time_searches(
-    search: Callable[[str], list[Any]], plan: list[tuple[str, str]]
-) -> dict[str, Any]:
-    """Run ``plan`` once through ``search``: percentiles over all queries and by kind, and
-    how many queries found something."""
-    by_kind: dict[str, list[float]] = {}
-    every: list[float] = []
-    hits = 0
-    for kind, query in plan:
-        start = time.perf_counter()
-        found = search(query)
-        elapsed = time.perf_counter() - start
-        hits += bool(found)
-        by_kind.setdefault(kind, []).append(elapsed)
-        every.append(elapsed)
+    searches: Mapping[str, Callable[[str], list[Any]]], plan: list[tuple[str, str]]
+) -> dict[str, dict[str, Any]]:
+    """Run ``plan`` once through each of ``searches`` (name -> search), the stores taking
+    turns query by query (which goes first alternating), so that each query meets the
+    same machine in every store: percentiles over all queries and by kind, and how many
+    queries found something, by name."""
+    names = list(searches)
+    by_kind: dict[str, dict[str, list[float]]] = {name: {} for name in names}
+    hits = dict.fromkeys(names, 0)
+    for index, (kind, query) in enumerate(plan):
+        turn = index % len(names)
+        for name in names[turn:] + names[:turn]:
+            start = time.perf_counter()
+            found = searches[name](query)
+            elapsed = time.perf_counter() - start
+            hits[name] += bool(found)
+            by_kind[name].setdefault(kind, []).append(elapsed)
     return {
-        "queries_with_hits": hits,
-        "all": _percentiles(every),
-        "by_kind": {kind: _percentiles(samples) for kind, samples in by_kind.items()},
+        name: {
+            "queries_with_hits": hits[name],
+            "all": _percentiles([t for samples in kinds.values() for t in samples]),
+            "by_kind": {kind: _percentiles(samples) for kind, samples in kinds.items()},
+        }
+        for name, kinds in by_kind.items()
     }
 
 
-def timed_plan(search: Callable[[str], list[Any]], plan: list[tuple[str, str]]) -> dict[str, Any]:
-    """The search benchmark of one store: ``plan`` after its first 20 queries to warm the
-    cache, then the same queries again (``second_pass``: the pages they read now cached,
-    what a long-running store answers once its cache holds them)."""
+def timed_plans(
+    searches: Mapping[str, Callable[[str], list[Any]]], plan: list[tuple[str, str]]
+) -> dict[str, dict[str, Any]]:
+    """The search benchmark of one store or several side by side: each store's cache
+    warmed by the first 20 queries of ``plan``, then ``plan`` (:func:`time_searches`),
+    then the same queries again (``second_pass``: the pages they read now cached, what a
+    long-running store answers once its cache holds them)."""
     for _, query in plan[:20]:  # warm the page cache
-        search(query)
-    first = time_searches(search, plan)
-    first["second_pass"] = time_searches(search, plan)["all"]
+        for search in searches.values():
+            search(query)
+    first = time_searches(searches, plan)
+    again = time_searches(searches, plan)
+    for name, row in first.items():
+        row["second_pass"] = again[name]["all"]
     return first
 
 
-def bench_search(cache: Path, size: int, queries: int) -> dict[str, Any]:
+def search_database(cache: Path, size: int) -> Path:
+    """The SQLite store's search database of ``size`` messages in ``cache``, built the
+    first time it is asked for."""
     # keyed by the schema version too: an older file would migrate in place and
     # keep the dropped index's pages, so its size would mislead
     path = cache / f"store_sqlite_v{GENERATOR_VERSION}_s{LATEST_VERSION}_{size}.db"
@@ -276,9 +290,14 @@ def bench_search(cache: Path, size: int, queries: int) -> dict[str, Any]:
         start = time.perf_counter()
         build_database(path, size)
         print(f"  built in {time.perf_counter() - start:.0f}s", file=sys.stderr)
+    return path
+
+
+def bench_search(cache: Path, size: int, queries: int) -> dict[str, Any]:
+    path = search_database(cache, size)
     store = SqliteSessionStore(path)
     plan = search_queries(queries)
-    timed = timed_plan(lambda query: store.search(query, limit=20), plan)
+    timed = timed_plans({"ours": lambda query: store.search(query, limit=20)}, plan)["ours"]
     scoped: list[float] = []
     for _, query in plan[: max(20, queries // 4)]:
         sid = f"bench{random.Random(query).randrange(max(1, size // SESSION_SIZE)):07d}"
