@@ -247,8 +247,8 @@ def _pg_vs_sqlite_rows(
                 "  p95 vs our SQLite store's, taking turns",
                 PG_VS_SQLITE_P95 if size == "1000000" else None,
                 "the two stores answer the 200 queries in one process, query by query, which "
-                "goes first alternating, each warmed by the first 20: a page read from disk "
-                "costs both alike; server shared_buffers="
+                "goes first alternating, each warmed by the first 20 (SQLite's pages may be "
+                "warm from the store section's passes); server shared_buffers="
                 f"{pg.get('shared_buffers', '?')}",
             ),
             (

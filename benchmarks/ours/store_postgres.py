@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -222,9 +223,9 @@ def bench_search(
 ) -> dict[str, Any]:
     """Search p50/p95 over the query mix; with ``sqlite_cache`` (where the SQLite store's
     search databases are kept, built if missing) the SQLite store of the same size runs
-    the same queries alongside, the two taking turns query by query (``sqlite``): a page
-    either store reads from disk rather than from the OS's cache then costs both alike,
-    whatever the machine kept before."""
+    the same queries alongside, the two taking turns query by query (``sqlite``): what the
+    machine does meanwhile costs both alike. Which of each store's pages it kept from
+    before still differs (a SQLite database the store section has just searched is warm)."""
     schema = search_schema(size)
     with psycopg.connect(dsn, autocommit=True) as conn:
         have = conn.execute(
@@ -240,13 +241,12 @@ def bench_search(
     store = PostgresSessionStore(dsn, schema=schema)
     plan = store_sqlite.search_queries(queries)
     searches: dict[str, Callable[[str], list[Any]]] = {"postgres": partial(store.search, limit=20)}
-    lite = None
-    if sqlite_cache is not None:
-        lite = SqliteSessionStore(store_sqlite.search_database(sqlite_cache, size))
-        searches["sqlite"] = partial(lite.search, limit=20)
-    timed = store_sqlite.timed_plans(searches, plan)
-    if lite is not None:
-        lite.close()
+    with ExitStack() as stack:
+        if sqlite_cache is not None:
+            path = store_sqlite.search_database(sqlite_cache, size)
+            lite = stack.enter_context(SqliteSessionStore(path))
+            searches["sqlite"] = partial(lite.search, limit=20)
+        timed = store_sqlite.timed_plans(searches, plan)
     scoped: list[float] = []
     for _, query in plan[: max(20, queries // 4)]:
         sid = f"bench{random.Random(query).randrange(max(1, size // SESSION_SIZE)):07d}"

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -297,7 +298,7 @@ def bench_search(cache: Path, size: int, queries: int) -> dict[str, Any]:
     path = search_database(cache, size)
     store = SqliteSessionStore(path)
     plan = search_queries(queries)
-    timed = timed_plans({"ours": lambda query: store.search(query, limit=20)}, plan)["ours"]
+    timed = timed_plans({"ours": partial(store.search, limit=20)}, plan)["ours"]
     scoped: list[float] = []
     for _, query in plan[: max(20, queries // 4)]:
         sid = f"bench{random.Random(query).randrange(max(1, size // SESSION_SIZE)):07d}"
