@@ -29,7 +29,10 @@ candidate rows with PostgreSQL's own tools:
 * **As substrings:** when still short of ``limit``, ``body ILIKE`` every
   term, then any term (``%``, ``_`` and ``\\`` escaped), served by the
   ``pg_trgm`` GIN index when the extension is installed (including CJK text,
-  which the word parser keeps as whole runs), newest first. So a row that
+  which the word parser keeps as whole runs), newest first: read window by
+  window of ids from the newest (a block-range index of ids makes a window a
+  few runs of blocks), so a fragment in thousands of rows costs the heap pages
+  of its newest matches, not of all. A row that
   covers every term only as substrings is looked for when the word index
   gives fewer than ``limit`` hits, as in the SQLite store.
 * The ``simple`` configuration: no stemming and no stop words, the same
@@ -67,14 +70,11 @@ MAX_WORDS = 1_000
 PROBE_ROWS = 1_000
 #: and in at most this many older rows when the first look found some but too few
 PROBE_MORE_ROWS = 8_000
-#: the first range of older rows asked through the vocabulary is at least this long
-WINDOW_ROWS = 50_000
-#: a fragment whose rate in the rows read says it is in at most this many rows in all has
-#: all its rows read at once, their ids tested on the rows (no window: see _vocabulary_rows)
-FEW_MATCHES = 2_000
+#: past the rows read first, a fragment's matches are read window by window of older ids,
+#: the first at least this many ids, each next one WINDOW_GROWTH times the one before
+FIRST_WINDOW = 20_000
+WINDOW_GROWTH = 4
 _PLAIN = re.compile(r"[^\W_]{3,}")
-#: substrings are looked for in the newest rows first (see _substring_rows)
-NEWEST_WINDOW = 20_000
 #: sessions of at most this many rows in all are read for substrings without the trigram index
 SESSION_SCAN_ROWS = 20_000
 _COLUMNS = (
@@ -213,15 +213,22 @@ def summary_sql(query: Query, tsquery: str) -> str:
     )
 
 
-def substring_sql(query: Query, likes: str, *, bounded: bool, indexed: bool) -> str:
-    """Rows matching ``likes``, newest first (``bounded``: ids in ``(lo, hi]`` only).
+#: ids in ``(lo, hi]`` through an index of ids (a bitmap of the range)
+ID_RANGE = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
+#: the same range tested on the rows another index found (``+ 0``: no index serves it)
+ID_TESTED = "f.message_id + 0 > %(lo)s AND f.message_id + 0 <= %(hi)s"
+
+
+def substring_sql(query: Query, likes: str, *, bounded: str | None, indexed: bool) -> str:
+    """Rows matching ``likes``, newest first (``bounded``: ids in ``(lo, hi]`` only,
+    :data:`ID_RANGE` or :data:`ID_TESTED`).
 
     Through the trigram index (``indexed``) the order is ``message_id + 0``,
     which keeps the planner on that index instead of a backward id scan.
     """
     conditions = [likes]
-    if bounded:
-        conditions.append("f.message_id > %(lo)s AND f.message_id <= %(hi)s")
+    if bounded is not None:
+        conditions.append(bounded)
     order = "f.message_id + 0" if indexed else "f.message_id"
     sql = _COLUMNS.format(relevance="NULL::float8", where=query.where(*conditions))
     return sql + f"ORDER BY {order} DESC LIMIT %(k)s"
@@ -537,9 +544,8 @@ def _substring_rows(
 
     Sessions of at most :data:`SESSION_SCAN_ROWS` rows in all are read in id
     order (cheaper than the trigram index's long lists over a big database);
-    otherwise the trigram index serves, first for the newest
-    :data:`NEWEST_WINDOW` rows (if ``k`` matches are there they are the newest
-    ``k`` of all), then for the older ones.
+    otherwise the vocabulary (:func:`_vocabulary_rows`) or the trigram index
+    serves, window by window of ids from the newest (:func:`_windows`).
     """
     if session_ids is not None:
         count = _exec(
@@ -548,9 +554,7 @@ def _substring_rows(
             (list(session_ids),),
         ).fetchone()
         indexed = bool(count and int(count[0]) > SESSION_SCAN_ROWS)
-        sql = substring_sql(
-            q, q.likes(every=every, indexed=indexed), bounded=False, indexed=indexed
-        )
+        sql = substring_sql(q, q.likes(every=every, indexed=indexed), bounded=None, indexed=indexed)
         return _run(conn, sql, q, k)
     top = _exec(conn, "SELECT coalesce(max(message_id), 0) FROM message_search").fetchone()
     hi = int(top[0]) if top else 0
@@ -559,14 +563,52 @@ def _substring_rows(
         if rows is not None:
             return rows
     likes = q.likes(every=every, indexed=True)
-    sql = substring_sql(q, likes, bounded=True, indexed=True)
+    windows = (
+        substring_sql(q, likes, bounded=ID_RANGE, indexed=True),
+        substring_sql(q, likes, bounded=ID_TESTED, indexed=True),
+    )
+    return _windows(conn, q, windows, k, hi, FIRST_WINDOW)
+
+
+def _windows(
+    conn: psycopg.Connection[Any],
+    q: Query,
+    sql: tuple[str, str],
+    k: int,
+    hi: int,
+    first: int,
+    **params: Any,
+) -> list[Any]:
+    """The newest ``k`` rows of ``sql`` (newest first, ids in ``(lo, hi]``) among the ids
+    up to ``hi``, read window by window from the newest: ``first`` ids, then
+    :data:`WINDOW_GROWTH` times as many each time (or as many as the rate of matches
+    found so far says hold the rest, twice over, when that is more), until ``k``
+    are found.
+
+    An index (GIN) gives a fragment's matches in block order, so the newest ``k``
+    of them cannot be read alone: reading every match costs a heap page each,
+    mostly not cached (320 ms for 3,500 matches at 10^6 messages, where the 70
+    newest are in the newest 20,000 rows: 23 ms). Each window is the bitmap of
+    the matches ANDed with the bitmap of its id range (``sql[0]``, through the
+    block-range index ``message_search_newest``: a few runs of blocks); the
+    window that reaches the oldest row tests the ids on the matches instead
+    (``sql[1]``): all of them are read then, and a bitmap of every id costs more.
+    The windows' ids grow fourfold, so a fragment in few rows costs a few more
+    index reads, never many more heap pages.
+    """
     found: list[Any] = []
-    if hi > NEWEST_WINDOW:  # the newest rows first: a common fragment is found there
-        found = _run(conn, sql, q, k, lo=hi - NEWEST_WINDOW, hi=hi)
-        if len(found) >= k:
-            return found
-        hi -= NEWEST_WINDOW
-    return found + _run(conn, sql, q, k - len(found), lo=0, hi=hi)
+    size = first
+    top = hi
+    while hi > 0 and len(found) < k:
+        lo = max(0, hi - size)
+        found += _run(conn, sql[0] if lo > 0 else sql[1], q, k - len(found), lo=lo, hi=hi, **params)
+        hi = lo
+        # the next window: larger by WINDOW_GROWTH, or as large as the rate found so far
+        # says holds the rest, twice over
+        size *= WINDOW_GROWTH
+        if found:
+            size = max(size, 2 * (k - len(found)) * (top - hi) // len(found))
+    return found
 
 
 def _vocabulary_rows(
@@ -584,13 +626,11 @@ def _vocabulary_rows(
     through its trigram index, the word index the rows holding those words), or,
     for the rows whose text the parser does not wholly index
     (:data:`.migrations.UNPARSED`), when its text does (the partial trigram
-    index). A fragment that is rare over the newest rows is rare over all:
-    reading all its rows costs little. So when the rate found says the
-    fragment is in at most :data:`FEW_MATCHES` rows in all, all of them are
-    read at once; otherwise a window of older ids first, as many as the rate
-    says hold the rest.
+    index). Those rows are read window by window of ids from the newest
+    (:func:`_windows`), the first as large as the rate found says holds the
+    rest, twice over (at least :data:`FIRST_WINDOW`).
     """
-    probe = substring_sql(q, q.likes(every=every, indexed=False), bounded=True, indexed=False)
+    probe = substring_sql(q, q.likes(every=every, indexed=False), bounded=ID_RANGE, indexed=False)
     lo = max(0, hi - PROBE_ROWS)
     found = _run(conn, probe, q, k, lo=lo, hi=hi)
     if len(found) >= k or lo == 0:
@@ -602,21 +642,11 @@ def _vocabulary_rows(
             if len(found) >= k or lo <= more:
                 return found
             lo -= more
-    # the rows older than those read: when the look found some and their rate says the
-    # fragment is in more than FEW_MATCHES rows, first as many as that rate says hold the
-    # rest (three times over), then all the others; otherwise (none found, or few) all its
-    # rows are few: they are read at once. A window's id range is a bitmap of its ids
-    # (9 ms for 200,000), dearer than reading a few hundred matches
-    window = lo
-    if found and len(found) * hi > FEW_MATCHES * (hi - lo):
-        window = max(WINDOW_ROWS, (k - len(found)) * (hi - lo) * 3 // len(found))
-    # a bitmap of each index, ANDed with the window's id range: only the rows matching
-    # both are read (an index scan would test the words on every row of the range); the
-    # rows older than the window, or all of them when the look found none, are where the
-    # fragment is rare: their matches are read and their ids tested (a bitmap of the
-    # range's ids costs a posting each: 14 ms for 200,000). The vocabulary
-    # too is read through its trigram index: a scan tests ILIKE on every word (14 ms for
-    # 26,000), which the planner prices as nothing
+    # the rows older than those read, through the indexes: a bitmap of each, ANDed with
+    # a window's id range, so only the rows matching both are read (an index scan would
+    # test the words on every row of the range). The vocabulary too is read through its
+    # trigram index: a scan tests ILIKE on every word (14 ms for 26,000), which the
+    # planner prices as nothing
     off = ["enable_seqscan", "enable_indexscan"]
     if "m.active" in q.scope:  # a nested loop over the newest matches, not a hash of messages
         off += ["enable_hashjoin", "enable_mergejoin"]
@@ -643,16 +673,14 @@ def _vocabulary_rows(
     params = {f"w{i}": group for i, group in enumerate(arrays)}
     unparsed = f"({q.likes(every=every, indexed=True)} AND {UNPARSED.format(alias='f.')})"
     holds = f"(({' AND '.join(tests)}) OR {unparsed})" if tests else unparsed
-    span = "f.message_id > %(lo)s AND f.message_id <= %(hi)s"
-    tested = "f.message_id + 0 > %(lo)s AND f.message_id + 0 <= %(hi)s"  # on the rows
-    for low, high in ((max(0, lo - window), lo), (0, max(0, lo - window))):
-        if high > low:
-            where = span if low > 0 else tested
-            sql = newest_sql(q, holds, where)
-            for row in _run(conn, sql, q, k, lo=low, hi=high, **params):
-                rows[int(row[0])] = row
-            if len(rows) >= k:
-                break
+    # window by window from the newest (_windows): the first as many ids as the rate
+    # found says hold the rest, twice over
+    first = FIRST_WINDOW
+    if found:
+        first = max(first, 2 * (k - len(found)) * (hi - lo) // len(found))
+    sql = (newest_sql(q, holds, ID_RANGE), newest_sql(q, holds, ID_TESTED))
+    for row in _windows(conn, q, sql, k - len(found), lo, first, **params):
+        rows[int(row[0])] = row
     _set_local(conn, previous)  # the later passes plan as the caller's settings say
     return [rows[mid] for mid in sorted(rows, reverse=True)[:k]]
 

@@ -74,7 +74,7 @@ from .connection import (
     open_pool,
     require_dsn,
 )
-from .migrations import ensure_ranked, ensure_trigram, migrate
+from .migrations import ensure_newest, ensure_ranked, ensure_trigram, migrate
 from .rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -132,7 +132,8 @@ class PostgresSessionStore(SessionStore):
                 migrate(conn, self.schema)
                 trgm_schema, trigram_status = ensure_trigram(conn)
                 self.ranked_index, ranked_status = ensure_ranked(conn)
-                self.search_status = f"{trigram_status}; {ranked_status}"
+                self.newest_index, newest_status = ensure_newest(conn)
+                self.search_status = f"{trigram_status}; {ranked_status}; {newest_status}"
             except self._pg.Error as exc:
                 raise StoreError(
                     f"cannot prepare schema {self.schema!r} in PostgreSQL "
@@ -141,7 +142,7 @@ class PostgresSessionStore(SessionStore):
         #: True when a pg_trgm index serves substring search
         self.substring_index = trgm_schema is not None
         self._indexes = search.Indexes(trigram=self.substring_index, ranked=self.ranked_index)
-        if not (self.substring_index and self.ranked_index):
+        if not (self.substring_index and self.ranked_index and self.newest_index):
             LOG.warning("postgres store (schema %r): %s", self.schema, self.search_status)
         path = [_quote_ident(self.schema)]
         if trgm_schema and trgm_schema != self.schema:
@@ -200,6 +201,7 @@ class PostgresSessionStore(SessionStore):
             "schema": self.schema,
             "substring_index": self.substring_index,
             "ranked_index": self.ranked_index,
+            "newest_index": self.newest_index,
             "search": self.search_status,
             "fts_index_cap": self.fts_index_cap,
         }

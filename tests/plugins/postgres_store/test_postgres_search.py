@@ -8,6 +8,7 @@ it runs on a few hundred rows.
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -57,29 +58,41 @@ def small_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """Probe sizes for a few hundred rows, so the vocabulary stage runs."""
     monkeypatch.setattr(pg_search, "PROBE_ROWS", 20)
     monkeypatch.setattr(pg_search, "PROBE_MORE_ROWS", 40)
-    monkeypatch.setattr(pg_search, "WINDOW_ROWS", 50)
+    monkeypatch.setattr(pg_search, "FIRST_WINDOW", 50)
 
 
-@pytest.fixture(params=["window", "at-once"])
-def few_matches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways of reading a fragment's older rows: through a window of ids first (a
-    fragment whose rate says it is common), or all of them at once (a rare one)."""
-    monkeypatch.setattr(pg_search, "FEW_MATCHES", 0 if request.param == "window" else 10**9)
+@pytest.fixture(params=["many windows", "one window"])
+def windows(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of reading a fragment's older rows: window by window of a few ids (most
+    windows hold no match or a few, and several are read), or all of them at once."""
+    if request.param == "many windows":
+        monkeypatch.setattr(pg_search, "FIRST_WINDOW", 3)
+        monkeypatch.setattr(pg_search, "WINDOW_GROWTH", 2)
+    else:
+        monkeypatch.setattr(pg_search, "FIRST_WINDOW", 10**9)
     return str(request.param)
 
 
 def run(
     store: PostgresSessionStore, query: str, indexes: pg_search.Indexes, **kw: Any
 ) -> list[int]:
-    with store._tx() as conn:  # the store's own connection and search_path
-        hits = pg_search.search(
-            conn,
-            query,
-            session_ids=kw.get("session_ids"),
-            include_compacted=kw.get("include_compacted", True),
-            limit=kw.get("limit", 20),
-            indexes=indexes,
-        )
+    """The ids ``pg_search.search`` finds; without the trigram index (the exact scan), in
+    one statement over all rows (no windows), so that it is a reference for them."""
+    windows = pg_search.FIRST_WINDOW
+    if not indexes.trigram:
+        pg_search.FIRST_WINDOW = 10**12
+    try:
+        with store._tx() as conn:  # the store's own connection and search_path
+            hits = pg_search.search(
+                conn,
+                query,
+                session_ids=kw.get("session_ids"),
+                include_compacted=kw.get("include_compacted", True),
+                limit=kw.get("limit", 20),
+                indexes=indexes,
+            )
+    finally:
+        pg_search.FIRST_WINDOW = windows
     return [h.message_id for h in hits]
 
 
@@ -299,7 +312,7 @@ def mixed_rows(seed: int, count: int) -> list[str]:
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_fragments_of_split_runs_are_found_through_the_vocabulary(
-    pg_dsn: str, schema: str, small_probe: None, few_matches: str, seed: int
+    pg_dsn: str, schema: str, small_probe: None, windows: str, seed: int
 ) -> None:
     """Random rows of decimals with units, dates, versions, superscripts, non-ASCII letters,
     tags, URLs...: every fragment of a run of letters and digits in them (as the query
@@ -331,7 +344,7 @@ def test_fragments_of_split_runs_are_found_through_the_vocabulary(
 
 @pytest.mark.parametrize("include_compacted", [True, False])
 def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
-    pg_dsn: str, schema: str, small_probe: None, few_matches: str, include_compacted: bool
+    pg_dsn: str, schema: str, small_probe: None, windows: str, include_compacted: bool
 ) -> None:
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         fill(store)
@@ -350,16 +363,15 @@ def test_fragments_through_the_vocabulary_are_the_exact_substring_matches(
 
 
 @pytest.mark.parametrize("common", [False, True])
-def test_a_fragment_in_few_rows_is_read_at_once_without_a_window(
+def test_a_fragments_older_rows_are_read_window_by_window_from_the_newest(
     pg_dsn: str, schema: str, small_probe: None, monkeypatch: pytest.MonkeyPatch, common: bool
 ) -> None:
-    """Past the newest rows, a fragment whose rate there says it is in few rows in all has
-    every row read in one statement: a window's id range costs a bitmap of all its ids
-    (9 ms for 200,000 at 10^6 messages), more than the few matches. A fragment whose rate
-    says it is common is read through a window first."""
-    # five matches in the 20 newest rows (small_probe), too few for k (30) and no look
-    # further: a rate that says 150 rows in all, more than 10 and fewer than 2,000
-    monkeypatch.setattr(pg_search, "FEW_MATCHES", 10 if common else 2_000)
+    """Past the newest rows, a fragment's matches are read window by window of ids, newest
+    first, never all at once while a window may hold the rest: the index gives matches in
+    block order, so reading all of them costs a heap page each (320 ms for 3,500 at 10^6
+    messages, when the newest window of 20,000 ids holds the 70 wanted: 23 ms). A common
+    fragment's first window is as large as the rate found says holds the rest (twice
+    over); a rare one's windows grow fourfold down to the oldest row."""
     ranges: list[tuple[int, int]] = []
     real = pg_search._run
 
@@ -371,18 +383,24 @@ def test_a_fragment_in_few_rows_is_read_at_once_without_a_window(
     monkeypatch.setattr(pg_search, "_run", recorded)
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         sid = store.create_session(NewSession(title="sparse")).id
-        rows = [f"filler {i}" if i % 4 else f"row {i} quuxorbla{i}" for i in range(600)]
+        # common: a match every 4th row, five in the 20 newest (small_probe), too few for
+        # k (30), a rate that says 150 in all; rare: three matches, in the oldest rows
+        matches = (lambda i: i % 4 == 0) if common else (lambda i: i in (3, 40, 77))
+        rows = [f"row {i} quuxorbla{i}" if matches(i) else f"filler {i}" for i in range(600)]
         store.append_messages(
             sid, [NewMessage(message=Message(role="user", content=t)) for t in rows]
         )
         found = run(store, "uxorbla", pg_search.Indexes(trigram=True, ranked=False), limit=5)
         exact = run(store, "uxorbla", pg_search.Indexes(trigram=False, ranked=False), limit=5)
-    assert found == exact and len(found) == 5
-    assert ranges
-    if common:  # a window of the older rows next to those read first
-        assert ranges[0][0] > 0
-    else:  # every older row at once
-        assert ranges == [(0, ranges[0][1])]
+    assert found == exact and len(found) == (5 if common else 3)
+    # the windows tile the older ids from the newest down, none read twice
+    assert ranges and all(a[0] == b[1] for a, b in pairwise(ranges))
+    if common:  # one window: 25 more wanted at 5 in 20 rows -> 2 * 100 ids
+        assert len(ranges) == 1 and ranges[0][1] - ranges[0][0] == 200
+    else:  # 50 ids, then four times as many each time, the last down to the oldest
+        sizes = [hi - lo for lo, hi in ranges]
+        assert sizes[:-1] == [50 * 4**i for i in range(len(sizes) - 1)]
+        assert len(sizes) > 2 and ranges[-1][0] == 0
 
 
 def test_an_index_that_cannot_be_built_is_reported_and_the_store_opens(
@@ -636,7 +654,7 @@ def test_words_rank_through_gin_the_store_builds_no_other_index_kind(
 ) -> None:
     """Words are ranked by ts_rank over the GIN index: opening the store builds btree and
     GIN indexes only (a ranked index of another kind cost a write on every append and
-    was never faster)."""
+    was never faster), and the block-range index of ids that substring windows read."""
     with PostgresSessionStore(pg_dsn, schema=schema) as store:
         fill(store, filler=5)
         assert [h.snippet for h in store.search("ZORBLATION", limit=5)] == ["UPPER ZORBLATION here"]
@@ -647,7 +665,8 @@ def test_words_rank_through_gin_the_store_builds_no_other_index_kind(
         "WHERE c.relkind = 'i' AND c.relnamespace = current_schema()::regnamespace",
     )
     assert ("message_search_tsv", "gin") in kinds, kinds
-    assert {am for _, am in kinds} <= {"btree", "gin"}, kinds
+    others = {(name, am) for name, am in kinds if am not in ("btree", "gin")}
+    assert others == {("message_search_newest", "brin")}, kinds
 
 
 def test_search_leaves_no_prepared_statement(pg_dsn: str, schema: str) -> None:
@@ -873,3 +892,40 @@ def test_ranked_search_is_the_search_of_every_match(
         raw(pg_dsn, schema, "DROP INDEX message_search_rank")
         assert run(store, "w0", with_classes, limit=5) == wanted
         assert classes == []
+
+
+def test_the_id_ranges_index_is_built_on_open_and_search_is_the_same_without_it(
+    pg_dsn: str, schema: str, small_probe: None, windows: str
+) -> None:
+    """Opening the store builds the block-range index of ids that substring windows read
+    (and builds it again when it was dropped); without it the windows read the primary
+    key, and find the same rows. (The planner takes it for a window's id range once the
+    table is large: at 10^6 messages, for windows of 4,000 to 320,000 ids.)"""
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert store.describe()["newest_index"] is True
+        sid = store.create_session(NewSession(title="windows")).id
+        rows = [f"row {i} quuxorbla{i}" if i % 50 == 0 else f"filler {i}" for i in range(3000)]
+        store.append_messages(
+            sid, [NewMessage(message=Message(role="user", content=t)) for t in rows]
+        )
+        fast = pg_search.Indexes(trigram=True, ranked=False)
+        exact = pg_search.Indexes(trigram=False, ranked=False)
+        queries = ["uxorbla", "xorbla10", "orbla295", "row 1 quux"]
+        found = {query: run(store, query, fast, limit=5) for query in queries}
+        assert found == {query: run(store, query, exact, limit=5) for query in queries}
+    kinds = raw(
+        pg_dsn,
+        schema,
+        "SELECT a.amname, pg_get_indexdef(c.oid) FROM pg_class c JOIN pg_am a "
+        "ON a.oid = c.relam WHERE c.relname = 'message_search_newest' "
+        "AND c.relnamespace = current_schema()::regnamespace",
+    )
+    assert [am for am, _ in kinds] == ["brin"] and "(message_id)" in kinds[0][1], kinds
+    raw(pg_dsn, schema, "DROP INDEX message_search_newest")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        assert {query: run(store, query, fast, limit=5) for query in queries} == found
+        assert store.describe()["newest_index"] is True  # built again on this open
+    raw(pg_dsn, schema, "DROP INDEX message_search_newest")
+    with PostgresSessionStore(pg_dsn, schema=schema) as store:
+        raw(pg_dsn, schema, "DROP INDEX message_search_newest")  # gone while it searches
+        assert {query: run(store, query, fast, limit=5) for query in queries} == found
