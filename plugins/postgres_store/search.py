@@ -607,8 +607,14 @@ def _windows(
         # says holds the rest, twice over
         size *= WINDOW_GROWTH
         if found:
-            size = max(size, 2 * (k - len(found)) * (top - hi) // len(found))
+            size = max(size, _ids_for(k - len(found), len(found), top - hi))
     return found
+
+
+def _ids_for(wanted: int, matched: int, ids: int) -> int:
+    """How many older ids hold ``wanted`` more matches, twice over, at the rate of
+    ``matched`` in the ``ids`` read so far."""
+    return 2 * wanted * ids // matched
 
 
 def _vocabulary_rows(
@@ -677,7 +683,7 @@ def _vocabulary_rows(
     # found says hold the rest, twice over
     first = FIRST_WINDOW
     if found:
-        first = max(first, 2 * (k - len(found)) * (hi - lo) // len(found))
+        first = max(first, _ids_for(k - len(found), len(found), hi - lo))
     sql = (newest_sql(q, holds, ID_RANGE), newest_sql(q, holds, ID_TESTED))
     for row in _windows(conn, q, sql, k - len(found), lo, first, **params):
         rows[int(row[0])] = row
