@@ -155,12 +155,55 @@ def search_with_context(
     wanted = limit * (2 * neighbours + 1)
     while True:
         hits = store.search(
-            query, session_ids=scope, include_compacted=include_compacted, limit=wanted
+            query,
+            session_ids=scope,
+            include_compacted=include_compacted,
+            limit=max(wanted, TURN_POOL),
         )
-        places = _places(store, hits, limit, reach, query, scope)
+        ranked = by_turn(store, hits, query)[:wanted]
+        places = _places(store, ranked, limit, reach, query, scope)
         if len(places) >= limit or len(hits) < wanted or wanted >= MAX_HITS:
             return [place.result(_replies(store, place, include_compacted)) for place in places]
         wanted = min(MAX_HITS, wanted * 2)
+
+
+#: the store's best this many hits are ordered again by their turns' requests (:func:`by_turn`)
+TURN_POOL = 60
+#: a hit's score grows by this times the share of the query's terms its turn's request covers
+TURN_WEIGHT = 0.3
+
+
+def by_turn(store: SessionStore, hits: Sequence[SearchHit], query: str) -> list[SearchHit]:
+    """``hits`` ordered again by what their turns were about: best first.
+
+    A turn is the work that answers one request of the user
+    (:meth:`SessionStore.turn_requests`). A hit's value is its score plus
+    :data:`TURN_WEIGHT` times the share of the query's terms its turn's
+    request covers (:class:`~hermes_core.searchkit.TermMatcher`), so of two
+    rows that match alike, the one done for a request about the same thing
+    comes first: "what did the agent decide about the replicate no-thin
+    rejection" finds the answer written in the turn the user asked about
+    no-thin, though the answer itself says "drop the rejection". A message
+    the user wrote (and any user-role row) is not lifted by a request:
+    it is one or stands apart. Ties keep the store's order.
+    """
+    lifted = [hit.message_id for hit in hits if hit.role != "user"]
+    requests = store.turn_requests(lifted) if lifted else {}
+    if not requests:
+        return list(hits)
+    matcher = TermMatcher(query_terms(query))
+    total = max(1, len(matcher.terms))
+    covered: dict[int, int] = {}  # request id -> the query terms it covers
+    values: dict[int, float] = {}
+    for hit in hits:
+        request = requests.get(hit.message_id) if hit.role != "user" else None
+        lift = 0.0
+        if request is not None:
+            if request.id not in covered:
+                covered[request.id] = matcher.count(message_text(request.message))
+            lift = TURN_WEIGHT * covered[request.id] / total
+        values[hit.message_id] = hit.score + lift
+    return sorted(hits, key=lambda hit: values[hit.message_id], reverse=True)
 
 
 #: a place shows at most this many of the user's next messages (:attr:`SearchResult.replies`)

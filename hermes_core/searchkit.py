@@ -254,8 +254,9 @@ class Passages:
     passages of this text that cover it, then earliest, each with the rest of
     its line as room allows (up to :data:`LINE_PIECES` passages: a sentence cut
     at :data:`PASSAGE_CHARS` goes on past the words that matched, "I'm narrowing
-    it to `/git-sync`"); then, room left, the passage after each, then the one
-    before. A term on every line of a long
+    it to `/git-sync`"); then, room left, the passage after each (past blank
+    lines and code fences, which say nothing: "The command is:" brings the
+    command), then the one before. A term on every line of a long
     output says little about which line answers, and an identifier named once
     points at its line: a review citing ``containsIdentifier`` once and saying
     ``review`` and ``file`` on forty lines shows the citation. They are shown in
@@ -295,6 +296,16 @@ class Passages:
         return _select(text, pieces, covered, limit)
 
 
+#: a line of only this (once stripped; a fence may name its language) carries no content
+_FENCES = ("```", "~~~")
+
+
+def _slight(text: str, piece: tuple[int, int]) -> bool:
+    """Whether a passage carries no content of its own: a blank line or a code fence."""
+    line = text[piece[0] : piece[1]].strip()
+    return not line or (line.startswith(_FENCES) and " " not in line)
+
+
 def _select(text: str, pieces: list[tuple[int, int]], covered: list[float], limit: int) -> str:
     """The excerpt of :class:`Passages` (see its docstring) from the passages and their
     coverage."""
@@ -325,7 +336,13 @@ def _select(text: str, pieces: list[tuple[int, int]], covered: list[float], limi
             j += 1
     for step in (1, -1):  # then what follows each taken, then what precedes it
         for i in [i for i in order if i in chosen]:
-            take(i + step)
+            j = i + step
+            # a blank line or a code fence says nothing: the neighbour is the line past it
+            while step > 0 and j < len(pieces) and j not in chosen and _slight(text, pieces[j]):
+                if not take(j):
+                    break
+                j += step
+            take(j)
     if not chosen:  # no term here: the head, then the tail
         head = list(range(len(pieces)))
         for i in head:

@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from .errors import NotFoundError
 from .records import (
     CompactionCommit,
     CompactionEvent,
@@ -145,6 +146,41 @@ class SessionStore(ABC):
         self, message_id: int, before: int = 2, after: int = 2
     ) -> list[StoredMessage]:
         """The row and its neighbours in write order (a recovery pointer opened)."""
+
+    def turn_requests(self, message_ids: Sequence[int]) -> dict[int, StoredMessage]:
+        """The message the user wrote that opened each row's turn, by row id.
+
+        A row's request is the latest row at or before it, in its session,
+        that the user wrote (:attr:`Message.written_by_user`: not text a
+        harness injected, not a summary). A row a compaction carried forward
+        (``origin_id``) is looked up at the row it copies, first of its chain,
+        in that row's session: a copy stands where its original stood. A row
+        the user wrote is its own request. Ids with no such row before them,
+        and ids that do not exist, are left out.
+
+        Search ranks hits by what their turn was about with it
+        (:func:`hermes_core.search.search_with_context`). This default walks
+        the rows back with :meth:`get_messages` and :meth:`message_context`;
+        a store answers it with one indexed query.
+        """
+        out: dict[int, StoredMessage] = {}
+        for message_id in dict.fromkeys(message_ids):
+            try:
+                row = self.get_messages([message_id])[0]
+                while row.origin_id is not None:
+                    row = self.get_messages([row.origin_id])[0]
+            except NotFoundError:
+                continue
+            span = 16
+            while True:
+                rows = self.message_context(row.id, before=span, after=0)
+                found = next((r for r in reversed(rows) if r.message.written_by_user), None)
+                if found is not None or len(rows) <= span:
+                    break
+                span *= 4
+            if found is not None:
+                out[message_id] = found
+        return out
 
     @abstractmethod
     def all_messages(self, session_id: str) -> list[StoredMessage]:

@@ -369,6 +369,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         """
         + RANK_CLASSES_FUNCTION,
     ),
+    Migration(
+        "0013_request_index",
+        """
+        -- the messages the user wrote, by session: the request that opened a row's turn is
+        -- the latest of them at or before it (store.turn_requests). A row is the JSON
+        -- pydantic writes without None fields or spaces, so only text a harness injected
+        -- holds the key "harness": (inside a string its quotes are escaped)
+        CREATE INDEX messages_requests ON messages (session_id, id)
+            WHERE role = 'user' AND kind = 'message' AND strpos(message, '"harness":') = 0;
+        """,
+    ),
 )
 
 KNOWN = frozenset(m.name for m in MIGRATIONS)

@@ -347,6 +347,23 @@ class PostgresSessionStore(SessionStore):
             raise missing
         return [found[i] for i in ids]
 
+    def turn_requests(self, message_ids: Sequence[int]) -> dict[int, StoredMessage]:
+        ids = sorted(set(check_message_ids(list(message_ids))))
+        if not ids:
+            return {}
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT asked, {MESSAGE_COLUMNS} FROM messages JOIN ("
+                "SELECT m.id AS asked, (SELECT r.id FROM messages r "
+                "WHERE r.session_id = o.session_id AND r.id <= o.id AND r.role = 'user' "
+                "AND r.kind = 'message' AND strpos(r.message, '\"harness\":') = 0 "
+                "ORDER BY r.id DESC LIMIT 1) AS request "
+                "FROM messages m JOIN messages o ON o.id = coalesce(m.origin_root, m.id) "
+                "WHERE m.id = ANY(%s::bigint[])) found ON id = found.request",
+                (ids,),
+            ).fetchall()
+        return {row[0]: message_from_row(row[1:]) for row in rows}
+
     def message_context(
         self, message_id: int, before: int = 2, after: int = 2
     ) -> list[StoredMessage]:

@@ -105,6 +105,9 @@ class _Rows:
 FIT_ROUNDS = 8
 #: the smallest per-message cap in characters
 MIN_CAP = 120
+#: a place's best hit is shown with this many times a neighbour's cap (another hit, twice):
+#: hits of the same turn widen a place, and the row that ranked best keeps its room
+BEST_HIT_ROOM = 3
 _CUT_MARKS = ("more chars]", "chars skipped]")
 
 
@@ -278,8 +281,12 @@ class SessionSearchTool(_Budgeted):
                     # hit is context, not evidence: named, not shown
                     lines.append(f"{mark}{_harness_label(row, rows)}")
                     continue
-                # a hit gets twice a neighbour's room
-                lines.append(mark + _render(row, limit * 2 if is_hit else limit, rows))
+                # the place's best hit gets the most room, another hit twice a neighbour's
+                if row.id == result.message.id:
+                    room = limit * BEST_HIT_ROOM
+                else:
+                    room = limit * 2 if is_hit else limit
+                lines.append(mark + _render(row, room, rows))
             for reply in result.replies:  # what the user said next, once the work was done
                 family = reply.origin_id if reply.origin_id is not None else reply.id
                 if family in shown:

@@ -7,6 +7,7 @@ Validation (message shape, tool pairing, origin chains) is
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 
 from hermes_core.storekit import origin_roots, stored_row
 from hermes_hookspecs.records import NewMessage, StoredMessage
@@ -75,6 +76,17 @@ def select(conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> 
     return [message_from_row(row) for row in rows]
 
 
+def by_ids(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, StoredMessage]:
+    """The rows of ``ids`` that exist, by id (read 500 ids a statement)."""
+    unique = sorted(set(ids))
+    found: dict[int, StoredMessage] = {}
+    for begin in range(0, len(unique), 500):
+        part = unique[begin : begin + 500]
+        for row in select(conn, f"id IN ({','.join('?' * len(part))})", tuple(part)):
+            found[row.id] = row
+    return found
+
+
 #: a window's rows are first looked for among this many ids on its side, walking the
 #: table in id order (a session's rows are mostly written together); only when fewer
 #: are found there (many other sessions written between two of its messages, or the
@@ -128,3 +140,23 @@ def _side(
         return rows
     found = {row.id: row for row in select(conn, f"id IN ({','.join('?' * len(ids))})", tuple(ids))}
     return [found[i] for i in ids]
+
+
+def turn_requests(conn: sqlite3.Connection, message_ids: list[int]) -> dict[int, int]:
+    """The id of the request that opened each row's turn (see
+    :meth:`hermes_hookspecs.SessionStore.turn_requests`): the latest message the
+    user wrote at or before the row's origin root, in the root's session, one
+    lookup of the ``messages_requests`` index a row."""
+    out: dict[int, int] = {}
+    for begin in range(0, len(message_ids), 500):
+        part = message_ids[begin : begin + 500]
+        rows = conn.execute(
+            "SELECT m.id, (SELECT r.id FROM messages r INDEXED BY messages_requests "
+            "WHERE r.session_id = o.session_id AND r.id <= o.id AND r.role = 'user' "
+            "AND r.kind = 'message' AND r.harness IS NULL ORDER BY r.id DESC LIMIT 1) "
+            "FROM messages m JOIN messages o ON o.id = coalesce(m.origin_root, m.id) "
+            f"WHERE m.id IN ({','.join('?' * len(part))})",
+            tuple(part),
+        ).fetchall()
+        out.update((int(row[0]), int(row[1])) for row in rows if row[1] is not None)
+    return out

@@ -272,6 +272,16 @@ _SUMMARIES = Migration(
     ),
 )
 
+_REQUESTS = Migration(
+    name="0006_request_index",
+    statements=(
+        # the messages the user wrote, by session: the request that opened a row's turn
+        # is the latest of them at or before it (messages.turn_requests)
+        "CREATE INDEX messages_requests ON messages(session_id, id) "
+        "WHERE role = 'user' AND kind = 'message' AND harness IS NULL",
+    ),
+)
+
 #: Every migration, oldest first. Append only.
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
@@ -279,6 +289,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _TRIGRAM_WITHOUT_POSITIONS,
     _HARNESS,
     _SUMMARIES,
+    _REQUESTS,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -305,15 +305,8 @@ class SqliteSessionStore(SessionStore):
         ids = check_message_ids(message_ids)
         if not ids:
             return []
-        unique = sorted(set(ids))
-        found: dict[int, StoredMessage] = {}
         with self._db.read() as conn:
-            for begin in range(0, len(unique), 500):
-                part = unique[begin : begin + 500]
-                for row in message_rows.select(
-                    conn, f"id IN ({','.join('?' * len(part))})", tuple(part)
-                ):
-                    found[row.id] = row
+            found = message_rows.by_ids(conn, ids)
         missing = missing_messages(ids, found)
         if missing is not None:
             raise missing
@@ -332,6 +325,15 @@ class SqliteSessionStore(SessionStore):
             if not found:
                 raise NotFoundError(f"no stored message with id {message_id!r}")
             return message_rows.context(conn, found[0][0], message_id, before, after)
+
+    def turn_requests(self, message_ids: Sequence[int]) -> dict[int, StoredMessage]:
+        ids = list(dict.fromkeys(check_message_ids(list(message_ids))))
+        if not ids:
+            return {}
+        with self._db.read() as conn:
+            found = message_rows.turn_requests(conn, ids)
+            rows = message_rows.by_ids(conn, found.values())
+        return {message_id: rows[request] for message_id, request in found.items()}
 
     def all_messages(self, session_id: str) -> list[StoredMessage]:
         check_session_id(session_id)

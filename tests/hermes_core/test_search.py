@@ -24,6 +24,7 @@ from hermes_core.search import (
     REPLY_REACH,
     STOPWORDS,
     SearchResult,
+    by_turn,
     content_words,
     message_text,
     search_with_context,
@@ -653,6 +654,32 @@ def test_a_slight_neighbour_does_not_count(store: SessionStore) -> None:
         search_with_context(store, "osprey", session_ids=[sid], slight_chars=-1)
 
 
+def test_a_hit_done_for_a_request_about_the_query_ranks_first(store: SessionStore) -> None:
+    """Of two rows matching alike, the one written in the turn the user asked about the
+    query's subject comes first: the answer says "drop the rejection", its request named
+    the replicate no-thin rejection."""
+    sid = store.create_session(NewSession()).id
+    rows = store.append_messages(
+        sid,
+        [
+            user("what should replicate do about the no-thin rejection?"),
+            _said("assistant", "Drop the rejection: no new flag."),
+            user("tidy the logs"),
+            _said("assistant", "The logs name a rejection by the replicate job."),
+        ],
+    )
+    answer, other = rows[1].id, rows[3].id
+    query = "rejection replicate no-thin"
+    plain = [hit.message_id for hit in store.search(query, session_ids=[sid])]
+    assert plain.index(other) < plain.index(answer)  # its words alone rank the logs first
+    found = search_with_context(store, query, session_ids=[sid], neighbours=0)
+    assert [place.hit.message_id for place in found] == [rows[0].id, answer, other]
+    # the user's own message is not lifted by itself: it ranks by its words
+    hits = store.search(query, session_ids=[sid])
+    assert by_turn(store, hits, query)[0].message_id == rows[0].id
+    assert by_turn(store, [], query) == []
+
+
 def test_a_hit_repeating_a_places_text_is_no_new_place(tmp_path: Path) -> None:
     from hermes_core.search import search_with_context
     from hermes_hookspecs import NewMessage, NewSession
@@ -719,6 +746,32 @@ def test_a_passage_taken_brings_the_rest_of_its_line() -> None:
     assert "narrowing it to `/git-sync`" in shown and "repo0" not in shown
     # a line ending where its passage ends brings nothing more
     assert passages("needle here\n" + "other " * 60, ["needle"], 30).startswith("needle here")
+
+
+def test_the_passage_after_a_line_is_its_next_line_with_content() -> None:
+    """A line saying what follows ("The command is:") brings the next line holding text,
+    past a blank line and a code fence: the command itself, not an empty line."""
+    from hermes_core.searchkit import passages
+
+    text = "\n".join(
+        [
+            "Built the MVP. " + "The CLI lives in cmd/tool/main.go and the engine elsewhere. " * 3,
+            "",
+            "The command is:",
+            "",
+            "```bash",
+            "go run ./cmd/tool sync <source-url> <target-url>",
+            "```",
+            "",
+            *(f"- a limit of the MVP, number {i}, stated at length" for i in range(12)),
+        ]
+    )
+    shown = passages(text, ["usage", "command"], 120)
+    assert "The command is:" in shown and "go run ./cmd/tool sync" in shown
+    # going back, a blank line is the passage before (the head stays out), and room
+    # taken by one is room the passage after no longer has
+    shown = passages("head words\n\nneedle\n" + "tail\n" * 80, ["needle"], 14)
+    assert shown == "…[11 chars skipped]…\nneedle\ntail\n…[395 more chars]"
 
 
 def test_passages_weigh_a_term_by_how_few_lines_cover_it() -> None:

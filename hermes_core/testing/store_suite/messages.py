@@ -23,6 +23,7 @@ from .base import SuiteBase
 from .helpers import (
     StoreFactory,
     assistant,
+    carry,
     snapshot,
     summary,
     texts,
@@ -197,6 +198,62 @@ class MessageChecks(SuiteBase):
         assert [m.id for m in edge] == [mine[0].id]
         with pytest.raises(NotFoundError):
             store.message_context(10**12)
+
+    @pytest.mark.parametrize("in_place", [True, False])
+    def test_turn_requests_name_the_user_message_that_opened_each_turn(
+        self, store: SessionStore, in_place: bool
+    ) -> None:
+        sid = store.create_session(NewSession(title="T")).id
+        other = store.create_session(NewSession()).id
+        reminder = NewMessage(
+            message=Message(
+                role="user", content="<system-reminder>x</system-reminder>", harness="cc.reminder"
+            )
+        )
+        early = store.append_messages(sid, [assistant("before any request")])
+        first = store.append_messages(
+            sid,
+            [
+                user("please fix the parser"),
+                assistant(None, [("c1", "bash", '{"cmd": "make"}')]),
+                tool("c1", "ok"),
+            ],
+        )
+        store.append_messages(other, [user("another session's request")])  # interleaved
+        second = store.append_messages(
+            sid, [user("now the docs"), reminder, assistant("done"), summary("handoff")]
+        )
+        asked = [r.id for r in early + first + second]
+        commit = store.archive_and_compact(
+            sid,
+            [summary("the middle"), carry(first[1]), carry(first[2]), carry(second[2])],
+            watermark=second[-1].id,
+            in_place=in_place,
+            child=None if in_place else NewSession(title="T (continued)"),
+        )
+        view = store.active_messages(commit.child_session_id or sid)
+        # a copy stands where its original stood (its session may be the rotated parent)
+        asked += [view[1].id, view[3].id, 10**12]
+        want = {
+            first[0].id: first[0].id,  # a message the user wrote is its own request
+            first[1].id: first[0].id,
+            first[2].id: first[0].id,
+            second[0].id: second[0].id,
+            second[1].id: second[0].id,  # text a harness injected is no request
+            second[2].id: second[0].id,
+            second[3].id: second[0].id,  # nor is a summary
+            view[1].id: first[0].id,
+            view[3].id: second[0].id,
+        }  # nothing before the first request, nor for an id that does not exist
+        found = store.turn_requests(asked)
+        assert {k: v.id for k, v in found.items()} == want
+        assert found[view[3].id] == store.get_messages([second[0].id])[0]
+        # the contract's own walk over get_messages / message_context agrees
+        walked = SessionStore.turn_requests(store, asked)
+        assert {k: v.id for k, v in walked.items()} == want
+        assert store.turn_requests([]) == {}
+        with pytest.raises(ValidationError, match="message id"):
+            store.turn_requests(["7"])  # type: ignore[list-item]
 
     # -- rules decided once for every store (issue 17) ---------------------------
     def test_empty_append_still_checks_the_session(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -289,3 +289,38 @@ def test_a_result_uses_the_room_it_has_when_a_message_is_cut(hosts: HostFactory)
     used = host.tokens(session.model).count_text(result)
     assert "more chars]" in result or "chars skipped]" in result
     assert 2_700 <= used <= 3_000, used  # a tenth of the budget unused at most (old: 2,670)
+
+
+def test_a_places_best_hit_keeps_the_most_room(tmp_path: Any) -> None:
+    # hits of one turn widen a place; the row that ranked best is shown with
+    # BEST_HIT_ROOM times a neighbour's room, another hit with twice it
+    from hermes_core.search import search_with_context
+    from hermes_hookspecs import Message, NewMessage, NewSession
+    from hermes_plugin_recall.tools import BEST_HIT_ROOM, SessionSearchTool, _Rows
+    from hermes_plugin_sqlite_store import SqliteSessionStore
+
+    store = SqliteSessionStore(tmp_path / "s.db")
+    sid = store.create_session(NewSession()).id
+
+    def said(role: Literal["user", "assistant"], text: str) -> NewMessage:
+        return NewMessage(message=Message(role=role, content=text))
+
+    lines = [f"line {i} of the report" for i in range(300)]
+    best = "\n".join(["kestrel osprey heron verdict", *lines])
+    other = "\n".join(["kestrel note", *lines])
+    rows = store.append_messages(
+        sid, [said("user", "check it"), said("assistant", other), said("assistant", best)]
+    )
+    (place,) = search_with_context(store, "kestrel osprey heron", session_ids=[sid])
+    assert place.message.id == rows[2].id and len(place.hits) == 2
+    text = SessionSearchTool._render("kestrel osprey heron", [place], _Rows(["report"]), 300)
+    shown = {
+        int(m.group(1)): len(m.group(2))
+        for m in re.finditer(
+            r"» #(\d+) assistant \(active\): (.*?)(?=\n[» ] #|\nRead |\Z)", text, re.S
+        )
+    }
+    assert BEST_HIT_ROOM > 2
+    assert 2 * 300 < shown[rows[2].id] <= BEST_HIT_ROOM * 300 + 120
+    assert shown[rows[1].id] <= 2 * 300 + 120
+    store.close()
