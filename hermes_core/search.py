@@ -108,8 +108,9 @@ def search_with_context(
 ) -> list[SearchResult]:
     """Search ``session_ids`` for ``query`` and open each hit with its neighbours.
 
-    The store is asked for hits best first (:meth:`SessionStore.search`);
-    each opens a window of ``neighbours`` stored messages on either side, in
+    The store is asked for hits best first (:meth:`SessionStore.search`,
+    at least :data:`TURN_POOL`), ordered again by what their turns were
+    about (:func:`by_turn`); each opens a window of ``neighbours`` stored messages on either side, in
     write order, within the hit's session. A hit whose window overlaps a
     place already taken joins that place (its window widens) instead of
     counting again; a hit whose text is the same as a place's hit joins
