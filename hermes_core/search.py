@@ -110,8 +110,8 @@ def search_with_context(
 
     The store is asked for hits best first (:meth:`SessionStore.search`,
     at least :data:`TURN_POOL`), ordered again by what their turns were
-    about (:func:`by_turn`); each opens a window of ``neighbours`` stored messages on either side, in
-    write order, within the hit's session. A hit whose window overlaps a
+    about (:func:`by_turn`); each opens a window of ``neighbours`` stored
+    messages on either side, in write order, within the hit's session. A hit whose window overlaps a
     place already taken joins that place (its window widens) instead of
     counting again; a hit whose text is the same as a place's hit joins
     that place's ``duplicates``; more hits are asked for until ``limit``
@@ -197,7 +197,7 @@ def by_turn(store: SessionStore, hits: Sequence[SearchHit], query: str) -> list[
     covered: dict[int, int] = {}  # request id -> the query terms it covers
     values: dict[int, float] = {}
     for hit in hits:
-        request = requests.get(hit.message_id) if hit.role != "user" else None
+        request = requests.get(hit.message_id)  # none for a user-role row
         lift = 0.0
         if request is not None:
             if request.id not in covered:

@@ -138,7 +138,7 @@ def _side(
     ]
     if len(ids) == len(rows):  # the session has no more rows on this side
         return rows
-    found = {row.id: row for row in select(conn, f"id IN ({','.join('?' * len(ids))})", tuple(ids))}
+    found = by_ids(conn, ids)
     return [found[i] for i in ids]
 
 
