@@ -21,7 +21,8 @@ or author; nothing here names a session's content:
   ``FAIL`` or ``FAILED``, an HTTP status 4xx/5xx after ``status`` or in an
   ``HTTP/1.1`` status line, a non-zero exit status or code, a Python
   traceback). Code that merely mentions errors (``func f() error``) does not
-  hold it.
+  hold it, nor a message template (``t.Fatalf("sync error: %v", err)``: an
+  error line whose rest holds a placeholder is code that would report one).
 * ``request``: words of what someone asked for (``constraint``,
   ``require``, ``requirement``, ``want``, ``request``, ``prefer``,
   ``instruction``, ...); held by a message the user wrote (role ``user``;
@@ -35,10 +36,15 @@ or author; nothing here names a session's content:
   digits with both a digit and a letter: ``ba8e2c6f``, a full SHA-1).
   ``commit`` alone is no cue: "the commit message", "did it
   commit".
+* ``http_status``: two words together (:attr:`AnswerKind.cue_pairs`):
+  ``http status``, ``status code``, ``http code``, ``response code``,
+  ``response status`` ("what HTTP status came back from the endpoint");
+  held by a row with an HTTP status code as tools print one
+  (``status code: 500``, ``status 404``, ``HTTP/1.1 503``, ``HTTP 502``).
 
 Words with other common senses are not cues: verbs describing a
 circumstance (``failed``, ``failing``: "the command that failed" asks for a
-command), ``take`` ("which approach did we take") and ``status`` ("git
+command), ``take`` ("which approach did we take") and ``status`` alone ("git
 status", "the status of the migration").
 """
 
@@ -66,6 +72,13 @@ class AnswerKind:
     test: Callable[[str], bool] | None = None
     #: a row by this role holds the kind
     role: str | None = None
+    #: pairs of words that ask for the kind together, where neither alone does
+    #: (``status code``: "status" alone is "git status")
+    cue_pairs: frozenset[frozenset[str]] = frozenset()
+
+    def asked_by(self, words: set[str]) -> bool:
+        """Whether a query with ``words`` (case folded) asks for this kind."""
+        return not self.cues.isdisjoint(words) or any(pair <= words for pair in self.cue_pairs)
 
     def held_by(self, role: str, text: str) -> bool:
         """Whether a row of ``role`` with ``text`` holds this kind."""
@@ -76,6 +89,10 @@ class AnswerKind:
 
 def _cues(words: str) -> frozenset[str]:
     return frozenset(words.split())
+
+
+def _cue_pairs(*pairs: str) -> frozenset[frozenset[str]]:
+    return frozenset(_cues(pair) for pair in pairs)
 
 
 def _occurrences(text: str, needle: str) -> Iterator[int]:
@@ -108,32 +125,62 @@ def has_duration(text: str) -> bool:
 
 
 _AFTER_MARK = re.compile(r"(?:\[\w+\])?:")
-_STATUS = re.compile(r"status(?: code)?:? [45]\d\d(?!\d)")
+#: an HTTP status code after ``status`` / ``status code`` (in lower case text), its class
+#: (first digit) grouped
+_STATUS = re.compile(r"status(?: code)?:? ([1-5])\d\d(?!\d)")
 _EXIT = re.compile(r"exit(?:ed with)? (?:status|code) [1-9]")
 _FAIL_LINE = re.compile(r"(?:^|\n)FAIL(?:ED)?(?!\w)")  # go test's FAIL, pytest's FAILED
-_HTTP_STATUS = re.compile(r"HTTP/\d(?:\.\d)? [45]\d\d(?!\d)")  # a status line
+#: an HTTP status code after ``HTTP`` (a status line, ``HTTP/1.1 503``; ``HTTP 502``)
+_HTTP_STATUS = re.compile(r"HTTP(?:/\d(?:\.\d)?)? ([1-5])\d\d(?!\d)")
+#: a placeholder of a message template: printf's (``%v``, ``%w``, ``%s``, ``%d``, ``%q``, ``%r``:
+#: Go, C, Python's ``%``), ``str.format``'s and f-strings' (``{}``, ``{0}``, ``{err}``, ``{e!r}``)
+_PLACEHOLDER = re.compile(r"%[-+# 0]?\d*[vwsdqxr]|\{[\w.]{0,24}(?:![rsa])?\}")
+#: a template's placeholder is looked for this far past its error mark, on the same line
+TEMPLATE_REACH = 200
+
+
+def _template(text: str, at: int) -> bool:
+    """Whether the error mark at ``at`` stands in a message template: the rest of its
+    line (within :data:`TEMPLATE_REACH` characters) holds a placeholder."""
+    end = text.find("\n", at, at + TEMPLATE_REACH)
+    return _PLACEHOLDER.search(text, at, at + TEMPLATE_REACH if end < 0 else end) is not None
+
+
+def has_http_status(text: str, classes: str = "12345") -> bool:
+    """An HTTP status code as tools print one, of one of ``classes`` (first digits): after
+    ``status`` or ``status code`` (``status code: 500``), or after ``HTTP`` (``HTTP/1.1
+    503``, ``HTTP 502``)."""
+    lower = text.lower()
+    if "status" in lower and any(m.group(1) in classes for m in _STATUS.finditer(lower)):
+        return True
+    return "HTTP" in text and any(m.group(1) in classes for m in _HTTP_STATUS.finditer(text))
 
 
 def has_error_line(text: str) -> bool:
     """An error line: ``error:``, ``fatal:``, ``panic:``, ``exception:`` (any case, also
     ``error[E0308]:``), ``ValueError:``, ``--- FAIL``, a line starting ``FAIL`` or
-    ``FAILED``, an HTTP status 4xx/5xx after ``status`` or in an ``HTTP/1.1`` status line,
-    a non-zero exit status or code, a Python traceback."""
+    ``FAILED``, an HTTP status 4xx/5xx (:func:`has_http_status`), a non-zero exit status
+    or code, a Python traceback; not a message template's (:func:`_template`)."""
     if "--- FAIL" in text or "Traceback (most recent call last)" in text:
         return True
     if "FAIL" in text and _FAIL_LINE.search(text):
         return True
     for needle in ("Error:", "Exception:"):  # ValueError:, RuntimeException:
-        if any(at > 0 and text[at - 1].isalpha() for at in _occurrences(text, needle)):
+        if any(
+            at > 0 and text[at - 1].isalpha() and not _template(text, at)
+            for at in _occurrences(text, needle)
+        ):
             return True
     lower = text.lower()
     for word in ("error", "fatal", "panic", "exception"):
         for at in _occurrences(lower, word):
-            if _starts_word(lower, at) and _AFTER_MARK.match(lower, at + len(word)):
+            if (
+                _starts_word(lower, at)
+                and _AFTER_MARK.match(lower, at + len(word))
+                and not _template(text, at)
+            ):
                 return True
-    if "status" in lower and _STATUS.search(lower):
-        return True
-    if "HTTP/" in text and _HTTP_STATUS.search(text):
+    if has_http_status(text, "45"):
         return True
     return "exit" in lower and _EXIT.search(lower) is not None
 
@@ -161,14 +208,23 @@ REQUEST = AnswerKind(
     role="user",
 )
 HEX_ID = AnswerKind("hex_id", _cues("sha shas hash hashes head"), test=has_sha)
+HTTP_STATUS = AnswerKind(
+    "http_status",
+    frozenset(),
+    test=has_http_status,
+    cue_pairs=_cue_pairs(
+        "http status", "status code", "http code", "response code", "response status"
+    ),
+)
 #: every kind a query may ask for
-ANSWER_KINDS = (DURATION, ERROR, REQUEST, HEX_ID)
+ANSWER_KINDS = (DURATION, ERROR, REQUEST, HEX_ID, HTTP_STATUS)
 
 
 def asked_kinds(terms: Iterable[str]) -> tuple[AnswerKind, ...]:
-    """The kinds a query with ``terms`` asks for: those with a cue among the terms' words."""
+    """The kinds a query with ``terms`` asks for: those with a cue (or both words of a
+    cue pair) among the terms' words."""
     words = {word for term in terms for word in _WORD.findall(term.lower())}
-    return tuple(kind for kind in ANSWER_KINDS if words & kind.cues)
+    return tuple(kind for kind in ANSWER_KINDS if kind.asked_by(words))
 
 
 def holds_any(kinds: Iterable[AnswerKind], role: str, text: str) -> bool:

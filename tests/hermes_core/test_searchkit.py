@@ -11,6 +11,7 @@ from hermes_core.answer_kinds import (
     DURATION,
     ERROR,
     HEX_ID,
+    HTTP_STATUS,
     REQUEST,
     asked_kinds,
     holds_any,
@@ -84,6 +85,11 @@ def test_rank_tier_still_follows_the_whole_row() -> None:
         ("status migration", set()),
         ("integration test package", set()),
         ("commit message of the fix", set()),  # a commit is not always its id
+        ("HTTP status came back endpoint", {"http_status"}),
+        ("which status code did the upload return", {"http_status"}),
+        ("response code of the webhook", {"http_status"}),
+        ("http client library", set()),  # one word of a pair alone
+        ("status of the response", {"http_status"}),  # the pair in either order
     ],
 )
 def test_asked_kinds(query: str, kinds: set[str]) -> None:
@@ -137,10 +143,34 @@ def test_duration_is_a_number_with_a_unit(text: str, held: bool) -> None:
         ("Process exited with code 0", False),
         ("func decode(r io.Reader) error {\n\treturn err\n}", False),
         ("the error handling looks fine", False),
+        ("upstream answered HTTP 502 twice", True),
+        # a message template is code that would report an error, not one that happened
+        ('\t\tt.Fatalf("marshalOutput returned error: %v", err)', False),
+        ('return fmt.Errorf("push error: %w", err)', False),
+        ('log.error(f"fatal: {exc!r}")', False),
+        ('raise RuntimeError("sync error: {}".format(name))', False),
+        ('t.Fatalf("bad: %v", err)\nerror: push rejected', True),  # the next line printed one
     ],
 )
 def test_error_is_an_error_line(text: str, held: bool) -> None:
     assert ERROR.held_by("tool", text) is held
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ('requesting "http://127.0.0.1:9/repo.git/git-receive-pack" status code: 500', True),
+        ("HTTP/1.1 200 OK", True),
+        ("curl: HTTP 404 on /v1/items", True),
+        ("response status 301", True),
+        ("git status: 3 files changed", False),
+        ("HTTP/2 stream reset", False),
+        ("status code: 1234", False),  # no three-digit code
+        ("exit status 1", False),
+    ],
+)
+def test_http_status_is_a_code_as_tools_print_it(text: str, held: bool) -> None:
+    assert HTTP_STATUS.held_by("tool", text) is held
 
 
 @pytest.mark.parametrize(
@@ -175,6 +205,9 @@ def test_kind_tests_take_linear_time_on_hostile_rows() -> None:
     assert not DURATION.held_by("tool", digits)
     assert not ERROR.held_by("tool", digits)
     assert not HEX_ID.held_by("tool", digits) and not HEX_ID.held_by("tool", "a1" * 100_000)
+    # one 200 KB line of error marks, each a template's
+    assert not ERROR.held_by("tool", "x error: %v " * 16_000)
+    assert not HTTP_STATUS.held_by("tool", "status " * 30_000)
     matcher = TermMatcher(["a" * n for n in range(3, 35)])
     assert matcher.count_near("a" * 200_000, NEAR_CHARS) == 32
     assert time.perf_counter() - start < 5.0

@@ -290,6 +290,44 @@ class SearchChecks(SuiteBase):
         assert [h.message_id for h in hits][:1] == [rows[2].id], hits
         assert [h.message_id for h in store.search("push mirror refs")][:1] == [rows[0].id]
 
+    def test_search_prefers_an_http_status_when_asked_for_one(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                assistant("the upload endpoint of the target came back fine after the retry"),
+                assistant(calls=[("c1", "shell", '{"cmd": "go test ./upload"}')]),
+                tool("c1", "POST to the upload endpoint: status code: 502"),
+                *(user(f"unrelated filler text {i}") for i in range(6)),
+            ],
+        )
+        # "HTTP status" (both words) asks for a status code: the row printing one wins
+        # over prose covering more of the words; "status" alone ("git status") does not
+        query = "HTTP status came back upload endpoint"
+        assert [h.message_id for h in store.search(query)][:1] == [rows[2].id]
+        assert [h.message_id for h in store.search("status came back upload endpoint")][:1] == [
+            rows[0].id
+        ]
+
+    def test_search_does_not_take_a_message_template_for_an_error(
+        self, store: SessionStore, session_id: str
+    ) -> None:
+        rows = store.append_messages(
+            session_id,
+            [
+                assistant(calls=[("c1", "shell", '{"cmd": "cat upload.go"}')]),
+                tool("c1", "upload error: %v"),
+                assistant(calls=[("c2", "shell", '{"cmd": "go test ./upload"}')]),
+                tool("c2", "uploading the fixture failed with upload error: connection reset"),
+                *(user(f"unrelated filler text {i}") for i in range(6)),
+            ],
+        )
+        # the shorter row would rank first on the words alone, but a template is code that
+        # would report an error (``%v``), not an error that happened: the printed one wins
+        hits = store.search("upload error")
+        assert [h.message_id for h in hits][:2] == [rows[3].id, rows[1].id], hits
+
     def test_search_prefers_the_users_words_when_asked_for_a_constraint(
         self, store: SessionStore, session_id: str
     ) -> None:
