@@ -59,7 +59,7 @@ def test_the_postgres_target_is_judged_on_the_turns_where_both_start_alike() -> 
         name="store", detail={"search": {"1000000": {"ours": {"all": {"p95_ms": 5.0}}}}}
     )
     # the first pass's ratio (3x) says which store's pages the machine kept: shown only
-    row = {"all": {"p95_ms": 30.0}, "second_pass": {"p95_ms": 15.0}}
+    row: dict[str, Any] = {"all": {"p95_ms": 30.0}, "second_pass": {"p95_ms": 15.0}}
     row["sqlite"] = {"all": {"p95_ms": 10.0}, "second_pass": {"p95_ms": 10.0}}
     rows = {r.key: r for r in _pg_vs_sqlite_rows("1000000", row, {}, [store_section])}
     first = rows["pg_search_1000000_vs_sqlite"]
