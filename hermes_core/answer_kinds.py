@@ -18,9 +18,9 @@ or author; nothing here names a session's content:
 * ``error``: nouns naming a failure (``error``, ``exception``, ``panic``,
   ``failure``, ``traceback``); held by a row with an error line (``error:``,
   ``fatal:``, ``panic:``, ``ValueError:``, ``--- FAIL``, a line starting
-  ``FAIL`` or ``FAILED``, an HTTP status 4xx/5xx after ``status`` or in an
-  ``HTTP/1.1`` status line, a non-zero exit status or code, a Python
-  traceback). Code that merely mentions errors (``func f() error``) does not
+  ``FAIL`` or ``FAILED``, an HTTP status 4xx/5xx after ``status`` or
+  ``HTTP`` (``HTTP/1.1 503``, ``HTTP 502``), a non-zero exit status or code,
+  a Python traceback). Code that merely mentions errors (``func f() error``) does not
   hold it, nor a message template (``t.Fatalf("sync error: %v", err)``: an
   error line whose rest holds a placeholder is code that would report one).
 * ``request``: words of what someone asked for (``constraint``,
