@@ -111,9 +111,9 @@ def search_with_context(
     The store is asked for hits best first (:meth:`SessionStore.search`,
     at least :data:`TURN_POOL`), ordered again by what their turns were
     about (:func:`by_turn`); each opens a window of ``neighbours`` stored
-    messages on either side, in write order, within the hit's session. A hit whose window overlaps a
-    place already taken joins that place (its window widens) instead of
-    counting again; a hit whose text is the same as a place's hit joins
+    messages on either side, in write order, within the hit's session. A
+    hit whose window overlaps a place already taken joins that place (its
+    window widens) instead of counting again; a hit whose text is the same as a place's hit joins
     that place's ``duplicates``; more hits are asked for until ``limit``
     distinct places are filled or the store has no more. A hit on a compaction
     summary (``kind == "summary"``) first opens the originals that its lines

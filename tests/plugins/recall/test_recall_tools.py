@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -291,7 +292,7 @@ def test_a_result_uses_the_room_it_has_when_a_message_is_cut(hosts: HostFactory)
     assert 2_700 <= used <= 3_000, used  # a tenth of the budget unused at most (old: 2,670)
 
 
-def test_a_places_best_hit_keeps_the_most_room(tmp_path: Any) -> None:
+def test_a_places_best_hit_keeps_the_most_room(tmp_path: Path) -> None:
     # hits of one turn widen a place; the row that ranked best is shown with
     # BEST_HIT_ROOM times a neighbour's room, another hit with twice it
     from hermes_core.search import search_with_context
